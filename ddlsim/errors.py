@@ -1,0 +1,50 @@
+"""The one exception hierarchy of ddlsim.
+
+Every error ddlsim raises on purpose derives from :class:`DdlsimError`; the CLI turns any of them
+into one line on stderr and exit code 2. Messages name the bad value and, where there is a closed
+vocabulary, list the valid ones::
+
+    DdlsimError
+    ├── ConfigError            bad user input: a flag value, a combination of flags
+    │   └── UnknownNameError   a model / GPU / link / method name not in the catalog
+    ├── CalibrationError       a calibration file missing, corrupt, or of another schema version
+    ├── CatalogError           a shipped data file (device / link catalog) is inconsistent
+    └── SimulationError        the engine reached a state it cannot explain (a bug, reported as such)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+
+class DdlsimError(Exception):
+    """Base class of every error ddlsim raises on purpose."""
+
+
+class ConfigError(DdlsimError, ValueError):
+    """A user-supplied value or combination of values is invalid."""
+
+
+class UnknownNameError(ConfigError, KeyError):
+    """A name that is not in a closed vocabulary (model, GPU, link, method, ...)."""
+
+    def __init__(self, what: str, name: object, valid: Iterable[str]) -> None:
+        self.what = what
+        self.name = name
+        self.valid = sorted(valid)
+        super().__init__(f"unknown {what} {name!r}; valid: {', '.join(self.valid)}")
+
+    def __str__(self) -> str:  # KeyError would quote the message otherwise
+        return str(self.args[0])
+
+
+class CalibrationError(DdlsimError):
+    """A calibration file is missing, unreadable, corrupt, or of another schema version."""
+
+
+class CatalogError(DdlsimError):
+    """A shipped catalog data file is inconsistent (a packaging bug, not a user error)."""
+
+
+class SimulationError(DdlsimError):
+    """The simulation reached an impossible state (an internal bug)."""
