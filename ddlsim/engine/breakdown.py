@@ -1,0 +1,97 @@
+"""Where an iteration's time goes, from one worker's traced spans.
+
+The iteration window (from the end of the previous update to the end of this one) is split into
+disjoint parts that add up to it exactly:
+
+- ``compute_s``: the compute stream is busy (forward, backward, update);
+- ``comm_hidden_s``: communication in flight *while* computing (overlapped by wait-free backprop);
+  reported alongside, it is part of ``compute_s``'s wall time, not added to the total;
+- ``comm_exposed_s``: communication in flight while the compute stream waits;
+- ``input_stall_s``: waiting for the host input pipeline (real data);
+- ``coordination_s``: nothing runs: Horovod cycle ticks, negotiation, synchronisation waits.
+
+``compute_s + comm_exposed_s + input_stall_s + coordination_s == iteration time``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+
+from ddlsim.engine.core import Span
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Seconds per iteration by category (see the module docstring)."""
+
+    compute_s: float
+    comm_hidden_s: float
+    comm_exposed_s: float
+    input_stall_s: float
+    coordination_s: float
+
+    @property
+    def total_s(self) -> float:
+        """The iteration time these parts add up to."""
+        return self.compute_s + self.comm_exposed_s + self.input_stall_s + self.coordination_s
+
+    def to_dict(self) -> dict[str, float]:
+        """Plain dict, seconds."""
+        return asdict(self)
+
+
+def _union(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    merged: list[tuple[float, float]] = []
+    for a, b in sorted(intervals):
+        if b <= a:
+            continue
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        else:
+            merged.append((a, b))
+    return merged
+
+
+def _clip(intervals: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
+    return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
+
+
+def _length(intervals: list[tuple[float, float]]) -> float:
+    return sum(b - a for a, b in intervals)
+
+
+def _intersect(x: list[tuple[float, float]], y: list[tuple[float, float]]) -> float:
+    total, i, j = 0.0, 0, 0
+    while i < len(x) and j < len(y):
+        lo, hi = max(x[i][0], y[j][0]), min(x[i][1], y[j][1])
+        if hi > lo:
+            total += hi - lo
+        if x[i][1] < y[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def window_breakdown(spans: Iterable[Span], lo: float, hi: float) -> Breakdown:
+    """Breakdown of the window ``[lo, hi]`` of one worker's spans."""
+    spans = list(spans)
+    compute = _clip(_union((s.start_s, s.end_s) for s in spans if s.stream == "compute"), lo, hi)
+    comm = _clip(
+        _union((s.start_s, s.end_s) for s in spans if s.stream.startswith("comm")), lo, hi
+    )
+    inputs = _clip(_union((s.start_s, s.end_s) for s in spans if s.stream == "input"), lo, hi)
+    compute_s = _length(compute)
+    hidden_s = _intersect(compute, comm)
+    exposed_s = _length(comm) - hidden_s
+    busy = _union(compute + comm)
+    stall_s = _length(inputs) - _intersect(_union(inputs), busy)
+    coordination_s = max(0.0, (hi - lo) - compute_s - exposed_s - stall_s)
+    return Breakdown(compute_s, hidden_s, exposed_s, stall_s, coordination_s)
+
+
+def mean_breakdown(parts: list[Breakdown]) -> Breakdown:
+    """Component-wise mean of several iterations' breakdowns."""
+    n = len(parts)
+    return Breakdown(*(sum(getattr(p, f) for p in parts) / n for f in Breakdown.__annotations__))

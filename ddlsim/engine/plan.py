@@ -1,0 +1,83 @@
+"""The DAG flattened into what the engine replays: compute segments and communication ops.
+
+Both engines run the same plan. A worker's forward and backward passes are split into segments
+at the points where something external happens (a gradient bucket becomes ready, a layer waits
+for a parameter pull), so the number of simulation events grows with communication operations,
+not with layers or GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+
+from ddlsim.dag import NodeKind, nodes_in_order
+
+
+@dataclass
+class CommOp:
+    """One communication operation of one iteration (allreduce bucket, push or pull)."""
+
+    name: str
+    op: str
+    channel: int
+    nbytes: int
+    layers: list[str]
+    trigger: int = -1  # backward position after which the op is ready (allreduce / push)
+    fwd_index: int = -1  # forward layer index that waits for it (pull)
+
+
+@dataclass
+class Plan:
+    """Flattened iteration: per-layer durations and the communication ops hanging off them."""
+
+    fwd_names: list[str]
+    fwd_s: list[float]
+    bwd_names: list[str]  # in backward (reverse layer) order
+    bwd_s: list[float]
+    update_s: float
+    input_s: float | None
+    ops: list[CommOp] = field(default_factory=list)
+
+    @property
+    def pushes_and_allreduces(self) -> list[CommOp]:
+        """Ops that follow the backward pass, in trigger order."""
+        return sorted((o for o in self.ops if o.op != "pull"), key=lambda o: o.trigger)
+
+    @property
+    def pulls(self) -> list[CommOp]:
+        """Parameter pulls, in forward order."""
+        return sorted((o for o in self.ops if o.op == "pull"), key=lambda o: o.fwd_index)
+
+
+def plan_from_dag(g: nx.DiGraph, with_comm: bool = True) -> Plan:
+    """Flatten ``g`` (from :func:`ddlsim.dag.build_dag`); ``with_comm=False`` drops all
+    communication (a single GPU exchanges nothing)."""
+    fwd = nodes_in_order(g, NodeKind.FORWARD)
+    bwd = nodes_in_order(g, NodeKind.BACKWARD)
+    update = nodes_in_order(g, NodeKind.UPDATE)[0]
+    inputs = nodes_in_order(g, NodeKind.INPUT)
+    plan = Plan(
+        fwd_names=[g.nodes[n]["layer"] for n in fwd],
+        fwd_s=[g.nodes[n]["duration_s"] for n in fwd],
+        bwd_names=[g.nodes[n]["layer"] for n in bwd],
+        bwd_s=[g.nodes[n]["duration_s"] for n in bwd],
+        update_s=g.nodes[update]["duration_s"],
+        input_s=g.nodes[inputs[0]]["duration_s"] if inputs else None,
+    )
+    if not with_comm:
+        return plan
+    bwd_pos = {n: i for i, n in enumerate(bwd)}
+    fwd_pos = {n: i for i, n in enumerate(fwd)}
+    for node in nodes_in_order(g, NodeKind.ALLREDUCE, NodeKind.PUSH, NodeKind.PULL):
+        d = g.nodes[node]
+        if d["nbytes"] <= 0:
+            continue
+        op = CommOp(node, d["op"], d["channel"], d["nbytes"], list(d["layers"]))
+        if d["kind"] is NodeKind.PULL:
+            op.fwd_index = min(fwd_pos[s] for s in g.successors(node) if s in fwd_pos)
+        else:
+            op.trigger = max(bwd_pos[p] for p in g.predecessors(node) if p in bwd_pos)
+        plan.ops.append(op)
+    return plan

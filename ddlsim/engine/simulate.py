@@ -1,0 +1,145 @@
+"""``simulate(dag, cluster, comm)``: run one of the two engines and summarise the steady state.
+
+- ``fast`` (default): one representative worker (a homogeneous job runs identically on every
+  GPU), collectives costed by the method's closed form. Events grow with communication ops, not
+  with GPUs.
+- ``detailed``: every GPU is a worker with its own speed (``slowdown``) and seeded jitter;
+  each op is executed as steps of flows over links shared by concurrent flows.
+
+On homogeneous inputs the two agree (tested within 3%).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+
+from ddlsim.cluster.specs import Cluster
+from ddlsim.comm.base import CommModel
+from ddlsim.engine.breakdown import Breakdown, mean_breakdown, window_breakdown
+from ddlsim.engine.core import EngineConfig, RunRecord, Span, simulate_plan
+from ddlsim.engine.plan import CommOp, plan_from_dag
+from ddlsim.errors import ConfigError
+from ddlsim.horovod import negotiation_time_s
+
+ENGINES = ("fast", "detailed")
+
+
+@dataclass(frozen=True)
+class SimOptions:
+    """Engine choice and its knobs. ``slowdown`` maps a GPU rank to a compute-time multiplier
+    (a straggler at 1.2 computes 20% slower); only the detailed engine can express it."""
+
+    engine: str = "fast"
+    warmup_iterations: int = 2
+    measured_iterations: int = 3
+    slowdown: dict[int, float] = field(default_factory=dict)
+    jitter_sigma: float = 0.0
+    seed: int = 0
+    trace_workers: frozenset[int] = frozenset({0})
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """Steady-state figures of one simulated configuration (seconds)."""
+
+    iteration_time_s: float
+    breakdown: Breakdown
+    iteration_times_s: tuple[float, ...]
+    spans: tuple[Span, ...]
+    engine: str
+    n_workers_simulated: int
+
+
+def _fast_cost(comm: CommModel):
+    cache: dict[tuple[int, str, int], float] = {}
+
+    def cost(op: CommOp, starts: np.ndarray) -> np.ndarray:
+        key = (op.nbytes, op.op, op.channel)
+        if key not in cache:
+            cache[key] = comm.time_s(op.nbytes, op.op, op.channel)
+        return starts.max() + cache[key] + np.zeros_like(starts)
+
+    return cost
+
+
+def _detailed_cost(comm: CommModel):
+    from ddlsim.comm.executor import execute
+
+    def cost(op: CommOp, starts: np.ndarray) -> np.ndarray:
+        return execute(comm.schedule(op.nbytes, op.op, op.channel), starts)
+
+    return cost
+
+
+def simulate(
+    dag: nx.DiGraph,
+    cluster: Cluster,
+    comm: CommModel,
+    *,
+    horovod: bool = False,
+    cycle_time_s: float = 0.0,
+    options: SimOptions | None = None,
+) -> SimResult:
+    """Simulate ``dag`` (one worker's iteration) on ``cluster`` exchanging gradients by ``comm``.
+
+    ``horovod`` turns on the coordinator (cycle ticks every ``cycle_time_s``, negotiation).
+    """
+    opts = options or SimOptions()
+    if opts.engine not in ENGINES:
+        raise ConfigError(f"unknown engine {opts.engine!r}; valid: {', '.join(ENGINES)}")
+    if opts.measured_iterations < 1 or opts.warmup_iterations < 0:
+        raise ConfigError(
+            f"need >= 1 measured and >= 0 warm-up iterations, got "
+            f"{opts.measured_iterations} and {opts.warmup_iterations}"
+        )
+    if opts.slowdown and opts.engine != "detailed":
+        raise ConfigError("stragglers (per-GPU slowdown) need the detailed engine")
+    for rank, factor in opts.slowdown.items():
+        if not 0 <= rank < cluster.n_gpus or not 0 < factor <= 100:
+            raise ConfigError(f"bad straggler {rank}:{factor} for {cluster.n_gpus} GPUs")
+    plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1)
+    detailed = opts.engine == "detailed"
+    n_workers = cluster.n_gpus if detailed else 1
+    slowdown = np.ones(n_workers)
+    for rank, factor in opts.slowdown.items():
+        slowdown[rank] = factor
+    cfg = EngineConfig(
+        n_workers=n_workers,
+        slowdown=slowdown,
+        jitter_sigma=opts.jitter_sigma if detailed else 0.0,
+        seed=opts.seed,
+        warmup_iterations=opts.warmup_iterations,
+        measured_iterations=opts.measured_iterations,
+        horovod=horovod and cluster.n_gpus > 1,
+        cycle_time_s=cycle_time_s,
+        negotiation_s=negotiation_time_s(cluster.n_gpus, cluster.control_latency_s),
+        trace_workers=opts.trace_workers,
+    )
+    cost = _detailed_cost(comm) if detailed else _fast_cost(comm)
+    record = simulate_plan(plan, cost, cfg)
+    return _summarise(record, opts.engine, n_workers)
+
+
+def _summarise(record: RunRecord, engine: str, n_workers: int) -> SimResult:
+    end = record.iteration_end_s
+    warm = record.warmup_iterations
+    starts = np.vstack([np.zeros((1, end.shape[1])), end[:-1]])
+    per_iter = (end - starts).mean(axis=1)
+    measured = per_iter[warm:]
+    iteration_time_s = float(measured.mean())
+    worker0 = [s for s in record.spans if s.worker == 0]
+    parts = [
+        window_breakdown(worker0, float(starts[i, 0]), float(end[i, 0]))
+        for i in range(warm, end.shape[0])
+    ]
+    return SimResult(
+        iteration_time_s=iteration_time_s,
+        breakdown=mean_breakdown(parts),
+        iteration_times_s=tuple(float(x) for x in per_iter),
+        spans=tuple(record.spans),
+        engine=engine,
+        n_workers_simulated=n_workers,
+    )

@@ -1,0 +1,182 @@
+"""Roofline calibrations anchored to measured single-GPU throughput.
+
+``roofline_profile`` splits a step across layers with the roofline model; ``anchor_factors``
+derives, from measured single-GPU runs, how far the roofline's absolute level is off per
+(device, precision); ``anchored_profile`` produces the shipped calibration for one
+(model, device, batch, precision):
+
+- ``roofline-anchored``: a measured single-GPU run of this exact configuration exists; the step
+  time is the measured one (median if several), the roofline only splits it across layers;
+- ``roofline-corrected``: no such run; the roofline step time is multiplied by the median
+  measured/roofline ratio of the anchored runs on the same device and precision (else on the
+  same device, else all devices), and the provenance lists the runs it came from.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddlsim import __version__
+from ddlsim.cluster.specs import DeviceSpec
+from ddlsim.workload.layers import ModelSpec
+from ddlsim.workload.profile import LayerTiming, ModelProfile
+from ddlsim.workload.roofline import model_times_s
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """A measured single-GPU throughput usable as an anchor."""
+
+    run_id: str
+    model: str
+    gpu: str
+    batch_per_gpu: int
+    precision: str
+    data: str
+    images_per_sec: float
+
+
+def read_anchors(csv_path: str | Path) -> list[Anchor]:
+    """Single-GPU TensorFlow rows with a throughput and a batch size, XLA runs excluded (XLA
+    fuses kernels and changes the per-layer split the roofline models)."""
+    anchors = []
+    with open(csv_path, newline="", encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            if row["gpus"] != "1" or row["framework"] != "tensorflow":
+                continue
+            if not row["images_per_sec"] or not row["batch_per_gpu"] or not row["precision"]:
+                continue
+            if "xla" in row["variant"].split(";"):
+                continue
+            anchors.append(
+                Anchor(
+                    row["run_id"],
+                    row["model"],
+                    row["gpu"],
+                    int(row["batch_per_gpu"]),
+                    row["precision"],
+                    row["data"] or "unknown",
+                    float(row["images_per_sec"]),
+                )
+            )
+    return anchors
+
+
+def roofline_profile(
+    model: ModelSpec, device: DeviceSpec, batch: int, precision: str
+) -> ModelProfile:
+    """Unanchored roofline calibration (absolute level not trustworthy on its own)."""
+    times, optimizer_s = model_times_s(model, device, batch, precision)
+    layers = tuple(
+        LayerTiming(layer.name, f, b, layer.grad_bytes("fp32"))
+        for layer, (f, b) in zip(model.layers, times, strict=True)
+    )
+    step_s = sum(f + b for f, b in times) + optimizer_s
+    return ModelProfile(
+        model=model.name,
+        device=device.id,
+        batch_per_gpu=batch,
+        precision=precision,
+        layers=layers,
+        unattributed_time_s=optimizer_s,
+        step_time_s=step_s,
+        provenance={"method": "roofline"},
+    )
+
+
+def _matching(anchors: Iterable[Anchor], model: str, gpu: str, batch: int, precision: str):
+    found = [
+        a
+        for a in anchors
+        if (a.model, a.gpu, a.batch_per_gpu, a.precision) == (model, gpu, batch, precision)
+    ]
+    synthetic = [a for a in found if a.data == "synthetic"]
+    return synthetic or found
+
+
+def anchor_factors(
+    anchors: list[Anchor], models: dict[str, ModelSpec], devices: dict[str, DeviceSpec]
+) -> dict[tuple[str, str], tuple[float, list[str]]]:
+    """Measured/roofline step-time ratio per (device, precision), (device, '*'), ('*', precision)
+    and ('*', '*'): the median over anchored configurations, with the run ids used."""
+    ratios: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    seen = set()
+    for a in anchors:
+        key = (a.model, a.gpu, a.batch_per_gpu, a.precision)
+        if key in seen or a.model not in models or a.gpu not in devices:
+            continue
+        seen.add(key)
+        group = _matching(anchors, *key)
+        measured_s = a.batch_per_gpu / statistics.median(g.images_per_sec for g in group)
+        model_s = roofline_profile(models[a.model], devices[a.gpu], a.batch_per_gpu, a.precision)
+        ratio = measured_s / model_s.step_time_s
+        ids = ",".join(g.run_id for g in group)
+        for k in ((a.gpu, a.precision), (a.gpu, "*"), ("*", a.precision), ("*", "*")):
+            ratios.setdefault(k, []).append((ratio, ids))
+    return {
+        k: (statistics.median(r for r, _ in v), sorted({i for _, ids in v for i in ids.split(",")}))
+        for k, v in ratios.items()
+    }
+
+
+def anchored_profile(
+    model: ModelSpec,
+    device: DeviceSpec,
+    batch: int,
+    precision: str,
+    anchors: list[Anchor],
+    factors: dict[tuple[str, str], tuple[float, list[str]]],
+    created: str | None = None,
+) -> ModelProfile:
+    """The shipped calibration for one configuration (see the module docstring)."""
+    base = roofline_profile(model, device, batch, precision)
+    created = created or _dt.date.today().isoformat()
+    common = {"created": created, "ddlsim_version": __version__, "schema_note": "roofline split"}
+    group = _matching(anchors, model.name, device.id, batch, precision)
+    if group:
+        ips = statistics.median(a.images_per_sec for a in group)
+        factor = (batch / ips) / base.step_time_s
+        provenance = {
+            "method": "roofline-anchored",
+            "anchor": {
+                "run_ids": [a.run_id for a in group],
+                "images_per_sec": ips,
+                "data": sorted({a.data for a in group}),
+                "source": "traces/measured/runs.csv",
+            },
+            **common,
+        }
+    else:
+        for key in ((device.id, precision), (device.id, "*"), ("*", precision), ("*", "*")):
+            if key in factors:
+                factor, ids = factors[key]
+                break
+        else:
+            factor, ids, key = 1.0, [], ("none", "none")
+        provenance = {
+            "method": "roofline-corrected",
+            "correction": {
+                "factor": round(factor, 4),
+                "scope": f"{key[0]}/{key[1]}",
+                "from_run_ids": ids,
+                "source": "traces/measured/runs.csv",
+            },
+            **common,
+        }
+    scaled = base.scaled(factor)
+    return ModelProfile(
+        model=scaled.model,
+        device=scaled.device,
+        batch_per_gpu=batch,
+        precision=precision,
+        layers=scaled.layers,
+        unattributed_time_s=scaled.unattributed_time_s,
+        step_time_s=scaled.step_time_s,
+        provenance=provenance,
+        device_info={"reported_name": None, "catalog_name": device.name},
+    )

@@ -1,0 +1,227 @@
+"""Compute calibration: per-layer forward/backward times of one model on one device.
+
+A :class:`ModelProfile` is what a calibration file holds, for one (model, device, batch per GPU,
+precision). The file format (JSON, schema version :data:`SCHEMA_VERSION`) is shared by the
+shipped roofline-anchored files and by ``ddlsim calibrate``'s TensorFlow profiling pass::
+
+    {"format": "ddlsim-calibration", "schema_version": 1,
+     "model": "resnet50", "batch_per_gpu": 64, "precision": "fp32",
+     "device": {"catalog_id": "p100-sxm2", "reported_name": null, ...},
+     "step_time_s": 0.2922, "unattributed_time_s": 0.0031, "sum_layers_over_step": 0.989,
+     "provenance": {"method": "roofline-anchored", "anchor": {...}, "created": "2026-11-22", ...},
+     "layer_columns": ["name", "fwd_time_s", "bwd_time_s", "grad_bytes"],
+     "layers": [["conv0", 0.0021, 0.0035, 37632], ...]}
+
+``step_time_s`` is the whole training step as measured (or anchored); the per-layer rows and
+``unattributed_time_s`` (loss, optimizer, gradient sums: time no layer owns) split it.
+Files are written atomically and never overwrite a file of another schema version.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from ddlsim.errors import CalibrationError
+
+SCHEMA_VERSION = 1
+FORMAT = "ddlsim-calibration"
+LAYER_COLUMNS = ("name", "fwd_time_s", "bwd_time_s", "grad_bytes")
+
+
+@dataclass(frozen=True)
+class LayerTiming:
+    """Measured or modelled time of one layer for one batch: forward and backward seconds, and
+    the fp32 bytes of its gradient tensors (0 for a layer without weights)."""
+
+    name: str
+    fwd_time_s: float
+    bwd_time_s: float
+    grad_bytes: int
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """Per-layer compute times of ``model`` on ``device`` at ``batch_per_gpu`` and ``precision``."""
+
+    model: str
+    device: str
+    batch_per_gpu: int
+    precision: str
+    layers: tuple[LayerTiming, ...]
+    unattributed_time_s: float
+    step_time_s: float
+    provenance: dict[str, Any] = field(default_factory=dict, compare=False)
+    device_info: dict[str, Any] = field(default_factory=dict, compare=False)
+    path: str | None = field(default=None, compare=False)
+
+    @property
+    def sum_layers_s(self) -> float:
+        """Sum of the per-layer forward and backward times."""
+        return math.fsum(la.fwd_time_s + la.bwd_time_s for la in self.layers)
+
+    @property
+    def images_per_sec(self) -> float:
+        """Single-GPU throughput this calibration implies."""
+        return self.batch_per_gpu / self.step_time_s
+
+    def normalized(self) -> ModelProfile:
+        """A copy whose layer times and unattributed time add up to ``step_time_s`` exactly
+        (scaled by one common factor), so a 1-GPU simulation reproduces the calibration."""
+        total = self.sum_layers_s + self.unattributed_time_s
+        if total <= 0:
+            raise CalibrationError(f"calibration {self.describe()} has no positive time")
+        return self.scaled(self.step_time_s / total, keep_step=True)
+
+    def scaled(self, factor: float, *, keep_step: bool = False) -> ModelProfile:
+        """All times multiplied by ``factor`` (``step_time_s`` too unless ``keep_step``)."""
+        layers = tuple(
+            replace(la, fwd_time_s=la.fwd_time_s * factor, bwd_time_s=la.bwd_time_s * factor)
+            for la in self.layers
+        )
+        return replace(
+            self,
+            layers=layers,
+            unattributed_time_s=self.unattributed_time_s * factor,
+            step_time_s=self.step_time_s if keep_step else self.step_time_s * factor,
+        )
+
+    def describe(self) -> str:
+        """Short human description: model, device, batch, precision and source."""
+        where = self.path or self.provenance.get("method", "in memory")
+        return (
+            f"{self.model} on {self.device}, batch {self.batch_per_gpu}, {self.precision} "
+            f"({where})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON document of this profile."""
+        return {
+            "format": FORMAT,
+            "schema_version": SCHEMA_VERSION,
+            "model": self.model,
+            "batch_per_gpu": self.batch_per_gpu,
+            "precision": self.precision,
+            "device": {"catalog_id": self.device, **self.device_info},
+            "step_time_s": self.step_time_s,
+            "unattributed_time_s": self.unattributed_time_s,
+            "sum_layers_over_step": self.sum_layers_s / self.step_time_s,
+            "provenance": self.provenance,
+            "layer_columns": list(LAYER_COLUMNS),
+            "layers": [
+                [la.name, _round(la.fwd_time_s), _round(la.bwd_time_s), la.grad_bytes]
+                for la in self.layers
+            ],
+        }
+
+
+def _round(value: float) -> float:
+    """Six significant digits: ample for timings, keeps the shipped files small."""
+    return float(f"{value:.6g}")
+
+
+def from_dict(doc: Any, source: str = "<memory>") -> ModelProfile:
+    """Validate a calibration document and build the profile; CalibrationError names the problem."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise CalibrationError(f"{source}: not a ddlsim calibration file (no format {FORMAT!r})")
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise CalibrationError(
+            f"{source}: calibration schema version {version!r}; this ddlsim reads version "
+            f"{SCHEMA_VERSION}"
+        )
+    try:
+        device = doc["device"]
+        columns = tuple(doc["layer_columns"])
+        if columns != LAYER_COLUMNS:
+            raise CalibrationError(f"{source}: layer_columns {list(columns)} != {LAYER_COLUMNS}")
+        layers = tuple(
+            LayerTiming(str(n), float(f), float(b), int(g)) for n, f, b, g in doc["layers"]
+        )
+        profile = ModelProfile(
+            model=str(doc["model"]),
+            device=str(device["catalog_id"]),
+            batch_per_gpu=int(doc["batch_per_gpu"]),
+            precision=str(doc["precision"]),
+            layers=layers,
+            unattributed_time_s=float(doc["unattributed_time_s"]),
+            step_time_s=float(doc["step_time_s"]),
+            provenance=dict(doc.get("provenance") or {}),
+            device_info={k: v for k, v in device.items() if k != "catalog_id"},
+            path=None if source == "<memory>" else source,
+        )
+    except CalibrationError:
+        raise
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CalibrationError(f"{source}: malformed calibration file ({exc!r})") from None
+    _check(profile, source)
+    return profile
+
+
+def _check(profile: ModelProfile, source: str) -> None:
+    """Reject non-finite or negative times, empty layer lists and a non-positive step."""
+    if not profile.layers:
+        raise CalibrationError(f"{source}: no layer rows")
+    if not (math.isfinite(profile.step_time_s) and profile.step_time_s > 0):
+        raise CalibrationError(f"{source}: step_time_s must be > 0, got {profile.step_time_s}")
+    if profile.batch_per_gpu < 1:
+        raise CalibrationError(f"{source}: batch_per_gpu must be >= 1, got {profile.batch_per_gpu}")
+    if not (math.isfinite(profile.unattributed_time_s) and profile.unattributed_time_s >= 0):
+        raise CalibrationError(
+            f"{source}: unattributed_time_s must be >= 0, got {profile.unattributed_time_s}"
+        )
+    for la in profile.layers:
+        for value in (la.fwd_time_s, la.bwd_time_s):
+            if not (math.isfinite(value) and value >= 0):
+                raise CalibrationError(f"{source}: layer {la.name!r} has a bad time {value!r}")
+        if la.grad_bytes < 0:
+            raise CalibrationError(f"{source}: layer {la.name!r} has grad_bytes {la.grad_bytes}")
+
+
+def load(path: str | os.PathLike[str]) -> ModelProfile:
+    """Read and validate a calibration file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CalibrationError(f"calibration file not found: {p}") from None
+    except OSError as exc:
+        raise CalibrationError(f"cannot read calibration file {p}: {exc.strerror}") from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CalibrationError(f"{p}: corrupt calibration file (invalid JSON: {exc})") from None
+    return from_dict(doc, str(p))
+
+
+def save(profile: ModelProfile, path: str | os.PathLike[str]) -> Path:
+    """Write ``profile`` to ``path`` atomically (temp file + rename, never a partial file).
+
+    An existing file of another schema version (or not a calibration file) is not overwritten.
+    """
+    p = Path(path)
+    if p.exists():
+        try:
+            existing = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            existing = None
+        if not isinstance(existing, dict) or existing.get("schema_version") != SCHEMA_VERSION:
+            raise CalibrationError(
+                f"refusing to overwrite {p}: it is not a schema-{SCHEMA_VERSION} calibration file"
+            )
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(profile.to_dict(), fh, separators=(",", ":"))
+            fh.write("\n")
+        os.replace(tmp, p)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return p
