@@ -1,0 +1,79 @@
+"""Gradient-exchange methods: one module per method behind :class:`~ddlsim.comm.base.CommModel`.
+
+Every method has a closed form (:meth:`CommModel.time_s`, fast engine) and an event-level
+schedule (:meth:`CommModel.schedule`, executed by :func:`ddlsim.comm.executor.execute` in the
+detailed engine) that agree when all workers start together. :func:`make_comm_model` picks the
+module from the method name the CLI uses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ddlsim.cluster.specs import Cluster
+from ddlsim.comm.base import CommModel
+from ddlsim.comm.byteps import BytePSModel
+from ddlsim.comm.distributed_replicated import DistributedReplicatedModel
+from ddlsim.comm.hierarchical import HierarchicalModel
+from ddlsim.comm.mpi import MPIModel
+from ddlsim.comm.ps import PSModel, default_n_ps
+from ddlsim.comm.replicated import ReplicatedCpuModel, ReplicatedNcclModel
+from ddlsim.comm.ring import RingModel
+from ddlsim.comm.tree import TreeModel
+from ddlsim.errors import UnknownNameError
+
+METHODS = (
+    "horovod-nccl",
+    "horovod-mpi",
+    "ps",
+    "byteps",
+    "replicated-nccl",
+    "replicated-cpu",
+    "distributed-replicated",
+)
+ALGORITHMS = ("ring", "tree")
+
+__all__ = ["ALGORITHMS", "METHODS", "CommModel", "default_n_ps", "make_comm_model"]
+
+
+def make_comm_model(
+    method: str,
+    cluster: Cluster,
+    *,
+    hierarchical: bool = False,
+    algorithm: str = "ring",
+    n_ps: int | None = None,
+    ps_colocated: bool = True,
+    ps_placement: str = "cpu",
+    tensor_bytes: Sequence[int] = (),
+) -> CommModel:
+    """The communication model of ``method`` on ``cluster``.
+
+    ``horovod-nccl`` is a flat ring (``algorithm="tree"``: NCCL's double binary tree;
+    ``hierarchical=True``: Horovod's hierarchical allreduce, which takes precedence).
+    ``n_ps`` (``ps``, ``distributed-replicated``, ``byteps``) defaults to one per worker node
+    (1 on a single node), the tf_cnn_benchmarks convention; ``ps_colocated`` puts PS shards /
+    BytePS servers on the worker nodes (``distributed-replicated`` always co-locates them);
+    ``ps_placement`` (``ps``, ``replicated-cpu``) is the parameter device, ``cpu`` or ``gpu``;
+    ``tensor_bytes`` (per variable, creation order) feeds the round-robin shard placement.
+    Unknown method or algorithm: :class:`UnknownNameError`.
+    """
+    if method not in METHODS:
+        raise UnknownNameError("comm method", method, METHODS)
+    if algorithm not in ALGORITHMS:
+        raise UnknownNameError("allreduce algorithm", algorithm, ALGORITHMS)
+    if method == "horovod-nccl":
+        if hierarchical:
+            return HierarchicalModel(cluster)
+        return TreeModel(cluster) if algorithm == "tree" else RingModel(cluster)
+    if method == "horovod-mpi":
+        return MPIModel(cluster)
+    if method == "ps":
+        return PSModel(cluster, n_ps, ps_colocated, ps_placement, tensor_bytes)
+    if method == "byteps":
+        return BytePSModel(cluster, n_ps, ps_colocated)
+    if method == "replicated-nccl":
+        return ReplicatedNcclModel(cluster)
+    if method == "replicated-cpu":
+        return ReplicatedCpuModel(cluster, ps_placement)
+    return DistributedReplicatedModel(cluster, n_ps, tensor_bytes)

@@ -23,7 +23,6 @@ from abc import ABC, abstractmethod
 
 from ddlsim.cluster.specs import Cluster
 
-
 OPS = ("allreduce", "push", "pull")
 
 

@@ -20,6 +20,8 @@ def round_robin_shards(n_tensors: int, n_shards: int) -> list[int]:
 def shard_bytes(tensor_bytes: Sequence[int], n_shards: int) -> list[int]:
     """Total bytes per shard under round-robin placement."""
     totals = [0] * n_shards
-    for shard, nbytes in zip(round_robin_shards(len(tensor_bytes), n_shards), tensor_bytes):
+    for shard, nbytes in zip(
+        round_robin_shards(len(tensor_bytes), n_shards), tensor_bytes, strict=True
+    ):
         totals[shard] += nbytes
     return totals
