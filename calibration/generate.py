@@ -33,9 +33,15 @@ CREATED = "2026-11-22"
 RUNS_CSV = ROOT / "traces" / "measured" / "runs.csv"
 
 
+def canonical_devices() -> list[str]:
+    """Catalog GPU ids without their aliases."""
+    aliases = catalog.device_aliases()
+    return [name for name in catalog.device_names() if name not in aliases]
+
+
 def configurations(anchors):
     """Every (model, device, batch, precision) that is shipped."""
-    devices = [catalog.device(name) for name in catalog.canonical_device_names()]
+    devices = [catalog.device(name) for name in canonical_devices()]
     for dev in devices:
         precisions = ["fp32"] + (["amp"] if dev.peak_fp16_flops else [])
         for model in MODEL_NAMES:
@@ -53,7 +59,7 @@ def main(out_dir: Path = ROOT / "calibration") -> int:
     """Write every shipped calibration file under ``out_dir``; print a summary."""
     anchors = read_anchors(RUNS_CSV)
     models = {name: get_model(name) for name in MODEL_NAMES}
-    devices = {name: catalog.device(name) for name in catalog.canonical_device_names()}
+    devices = {name: catalog.device(name) for name in canonical_devices()}
     factors = anchor_factors(anchors, models, devices)
     counts: dict[str, int] = {}
     for model, dev, batch, precision in configurations(anchors):

@@ -9,7 +9,7 @@ vocabulary, list the valid ones::
     │   └── UnknownNameError   a model / GPU / link / method name not in the catalog
     ├── CalibrationError       a calibration file missing, corrupt, or of another schema version
     ├── CatalogError           a shipped data file (device / link catalog) is inconsistent
-    └── SimulationError        the engine reached a state it cannot explain (a bug, reported as such)
+    └── SimulationError        the engine reached an impossible state (a bug)
 """
 
 from __future__ import annotations

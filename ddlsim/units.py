@@ -42,7 +42,7 @@ def tflops_to_flops(value_TFLOPS: float) -> float:
 
 def mib_to_bytes(value_MiB: float) -> int:
     """Mebibytes (Horovod's HOROVOD_FUSION_THRESHOLD is given in bytes, documented in MiB)."""
-    return int(round(value_MiB * MiB))
+    return round(value_MiB * MiB)
 
 
 BYTES_PER_ELEMENT = {"fp32": 4, "fp16": 2}

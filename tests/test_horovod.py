@@ -45,7 +45,7 @@ def test_a_tensor_larger_than_the_threshold_goes_alone():
     st.data(),
 )
 def test_fusion_plan_partitions_items_in_order_within_the_threshold(ready, threshold, cycle, data):
-    """Every item appears exactly once, in order; a multi-item buffer never exceeds the threshold."""
+    """Each item appears once, in order; a multi-item buffer never exceeds the threshold."""
     sizes = data.draw(st.lists(st.integers(1, 32 * MiB), min_size=len(ready), max_size=len(ready)))
     groups = fusion_plan(ready, sizes, threshold, cycle)
     assert [i for g in groups for i in g] == list(range(len(ready)))

@@ -17,9 +17,7 @@ from ddlsim.workload.profile import (
 
 def _profile(step_s: float = 0.5) -> ModelProfile:
     layers = (LayerTiming("conv0", 0.1, 0.2, 400), LayerTiming("fc", 0.05, 0.1, 40))
-    return ModelProfile(
-        "toy", "p100-sxm2", 32, "fp32", layers, 0.05, step_s, {"method": "test"}
-    )
+    return ModelProfile("toy", "p100-sxm2", 32, "fp32", layers, 0.05, step_s, {"method": "test"})
 
 
 def test_round_trip(tmp_path):

@@ -78,9 +78,7 @@ def window_breakdown(spans: Iterable[Span], lo: float, hi: float) -> Breakdown:
     """Breakdown of the window ``[lo, hi]`` of one worker's spans."""
     spans = list(spans)
     compute = _clip(_union((s.start_s, s.end_s) for s in spans if s.stream == "compute"), lo, hi)
-    comm = _clip(
-        _union((s.start_s, s.end_s) for s in spans if s.stream.startswith("comm")), lo, hi
-    )
+    comm = _clip(_union((s.start_s, s.end_s) for s in spans if s.stream.startswith("comm")), lo, hi)
     inputs = _clip(_union((s.start_s, s.end_s) for s in spans if s.stream == "input"), lo, hi)
     compute_s = _length(compute)
     hidden_s = _intersect(compute, comm)

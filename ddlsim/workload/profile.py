@@ -95,8 +95,7 @@ class ModelProfile:
         """Short human description: model, device, batch, precision and source."""
         where = self.path or self.provenance.get("method", "in memory")
         return (
-            f"{self.model} on {self.device}, batch {self.batch_per_gpu}, {self.precision} "
-            f"({where})"
+            f"{self.model} on {self.device}, batch {self.batch_per_gpu}, {self.precision} ({where})"
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -32,6 +32,8 @@ class RooflineParams:
     other_compute_efficiency: float = 0.25
     memory_efficiency: float = 0.70
     kernel_overhead_s: float = 6e-6
+    winograd_3x3_speedup: float = 2.25  # F(2x2,3x3): 16 instead of 36 multiplies per tile
+    fft_5x5_speedup: float = 2.0  # cuDNN FFT/Winograd for 5x5 stride-1 convolutions
     optimizer_bytes_per_param: float = 20.0  # momentum SGD: read w, g, m; write w, m (fp32)
 
 
@@ -41,6 +43,24 @@ DEFAULT_PARAMS = RooflineParams()
 def _kernels(layer: Layer) -> int:
     """Kernels one forward pass of the layer launches (conv + bias/bn + activation, ...)."""
     return 3 if layer.kind in (LayerKind.CONV, LayerKind.DEPTHWISE_CONV, LayerKind.FC) else 1
+
+
+def algorithm_speedup(
+    layer: Layer, precision: str, params: RooflineParams = DEFAULT_PARAMS
+) -> float:
+    """Multiply savings of cuDNN's fast convolution algorithms for a stride-1 3x3 or 5x5 conv
+    in fp32 (Winograd / FFT); tensor-core (amp) kernels use implicit GEMM, so 1 there."""
+    if layer.kind is not LayerKind.CONV or precision == "amp" or not layer.tensors:
+        return 1.0
+    shape = layer.tensors[0].shape
+    if len(shape) != 4:
+        return 1.0
+    kh, kw, cin, cout = shape
+    spatial_in = layer.input_elems / cin
+    spatial_out = layer.output_elems / cout
+    if spatial_in > 2 * spatial_out or kh != kw:  # strided
+        return 1.0
+    return {3: params.winograd_3x3_speedup, 5: params.fft_5x5_speedup}.get(kh, 1.0)
 
 
 def peak_flops(device: DeviceSpec, precision: str, layer_kind: LayerKind) -> float:
@@ -56,6 +76,29 @@ def peak_flops(device: DeviceSpec, precision: str, layer_kind: LayerKind) -> flo
     return device.peak_fp32_flops
 
 
+def matmul_flops(layer: Layer) -> float:
+    """Forward multiply-add FLOPs (x2) of the layer's convolution / matrix product, per sample."""
+    if layer.kind not in (*_MATMUL_KINDS, LayerKind.DEPTHWISE_CONV) or not layer.tensors:
+        return 0.0
+    kernel = layer.tensors[0].shape
+    if layer.kind is LayerKind.FC:
+        return 2.0 * kernel[0] * kernel[1]
+    spatial_out = layer.output_elems / kernel[-1] if layer.kind is LayerKind.CONV else 1
+    if layer.kind is LayerKind.DEPTHWISE_CONV:
+        return 2.0 * kernel[0] * kernel[1] * layer.output_elems
+    return 2.0 * kernel[0] * kernel[1] * kernel[2] * kernel[3] * spatial_out
+
+
+def _elementwise_passes(layer: Layer) -> tuple[int, int]:
+    """Full passes over the output activation that the non-matmul kernels of a layer make,
+    forward and backward (unfused TF1 kernels: bias add, batch norm, ReLU)."""
+    names = [t.name.rsplit("/", 1)[-1] for t in layer.tensors[1:]]
+    bn = any(n in ("beta", "gamma") for n in names)
+    bias = any(n in ("bias", "biases") for n in names)
+    fwd = 2 + 3 * bn + 2 * bias  # ReLU read+write; BN stats read, normalise read+write
+    return fwd, 2 * fwd
+
+
 def layer_time_s(
     layer: Layer,
     device: DeviceSpec,
@@ -63,22 +106,33 @@ def layer_time_s(
     precision: str = "fp32",
     params: RooflineParams = DEFAULT_PARAMS,
 ) -> tuple[float, float]:
-    """Forward and backward seconds of ``layer`` for ``batch`` samples on ``device``."""
+    """Forward and backward seconds of ``layer`` for ``batch`` samples on ``device``.
+
+    Weighted layers: the matmul part is costed on the compute roof (with cuDNN's fast-algorithm
+    savings) or the memory roof, whichever binds, plus memory-bound passes of their bias / batch
+    norm / activation kernels. Other layers: one roofline over their own FLOPs and bytes.
+    """
     act_bytes = 2 if precision == "amp" else 4
-    if layer.kind in _MATMUL_KINDS:
-        eff = params.matmul_efficiency_fp16 if precision == "amp" else params.matmul_efficiency_fp32
-    else:
-        eff = params.other_compute_efficiency
-    flops_per_s = peak_flops(device, precision, layer.kind) * eff
     bytes_per_s = device.mem_bandwidth_Bps * params.memory_efficiency
     weight_bytes = 4 * layer.n_params
-    fwd_bytes = batch * (layer.input_elems + layer.output_elems) * act_bytes + weight_bytes
-    # backward reads dY and X, writes dX; reads the weights, writes their gradient
-    bwd_bytes = batch * (layer.output_elems + 2 * layer.input_elems) * act_bytes + 2 * weight_bytes
     overhead_s = _kernels(layer) * params.kernel_overhead_s
-    fwd_s = max(batch * layer.fwd_flops / flops_per_s, fwd_bytes / bytes_per_s) + overhead_s
-    bwd_s = max(batch * layer.bwd_flops / flops_per_s, bwd_bytes / bytes_per_s) + 2 * overhead_s
-    return fwd_s, bwd_s
+    io_fwd = batch * (layer.input_elems + layer.output_elems) * act_bytes + weight_bytes
+    io_bwd = batch * (layer.output_elems + 2 * layer.input_elems) * act_bytes + 2 * weight_bytes
+    mm = matmul_flops(layer)
+    if mm > 0:
+        eff = params.matmul_efficiency_fp16 if precision == "amp" else params.matmul_efficiency_fp32
+        rate = peak_flops(device, precision, layer.kind) * eff
+        rate *= algorithm_speedup(layer, precision, params)
+        bwd_mm = max(layer.bwd_flops - (layer.fwd_flops - mm), 0.0)
+        pf, pb = _elementwise_passes(layer)
+        out_bytes = batch * layer.output_elems * act_bytes
+        fwd_s = max(batch * mm / rate, io_fwd / bytes_per_s) + pf * out_bytes / bytes_per_s
+        bwd_s = max(batch * bwd_mm / rate, io_bwd / bytes_per_s) + pb * out_bytes / bytes_per_s
+    else:
+        rate = peak_flops(device, precision, layer.kind) * params.other_compute_efficiency
+        fwd_s = max(batch * layer.fwd_flops / rate, io_fwd / bytes_per_s)
+        bwd_s = max(batch * layer.bwd_flops / rate, io_bwd / bytes_per_s)
+    return fwd_s + overhead_s, bwd_s + 2 * overhead_s
 
 
 def optimizer_time_s(
@@ -86,9 +140,10 @@ def optimizer_time_s(
 ) -> float:
     """Seconds of the momentum-SGD update of all parameters (memory bound, one kernel a tensor)."""
     nbytes = params.optimizer_bytes_per_param * model.n_params
-    return nbytes / (device.mem_bandwidth_Bps * params.memory_efficiency) + len(
-        model.tensors
-    ) * params.kernel_overhead_s
+    return (
+        nbytes / (device.mem_bandwidth_Bps * params.memory_efficiency)
+        + len(model.tensors) * params.kernel_overhead_s
+    )
 
 
 def model_times_s(

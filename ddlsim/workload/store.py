@@ -59,9 +59,7 @@ def _batches(root: Path, model: str, device: str, precision: str) -> dict[int, P
     return found
 
 
-def find_profile(
-    model: ModelSpec, device: DeviceSpec, batch: int, precision: str
-) -> ModelProfile:
+def find_profile(model: ModelSpec, device: DeviceSpec, batch: int, precision: str) -> ModelProfile:
     """The calibration to use for ``model`` on ``device`` at ``batch`` and ``precision``."""
     roots = [user_dir(), shipped_dir()]
     for root in roots:

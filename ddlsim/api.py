@@ -1,0 +1,258 @@
+"""``predict``: the one function that joins workload, cluster and strategy.
+
+Everything else in ddlsim sees one input. ``predict`` resolves names against the catalogs,
+finds the compute calibration, builds the DAG and the communication model, simulates the
+configuration and the same job on one GPU, and returns a :class:`Prediction`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+from ddlsim.cluster import catalog
+from ddlsim.cluster.specs import Cluster
+from ddlsim.comm import make_comm_model
+from ddlsim.comm.base import CommModel
+from ddlsim.dag import build_dag
+from ddlsim.engine.simulate import SimOptions, SimResult, simulate
+from ddlsim.errors import ConfigError
+from ddlsim.strategy import HOROVOD_VERSION, Strategy
+from ddlsim.units import MiB
+from ddlsim.workload import profile as profile_io
+from ddlsim.workload.store import find_profile
+from ddlsim.workload.workload import Workload
+from ddlsim.workload.zoo import get_model
+
+#: images/s one node's host input pipeline decodes and augments (JPEG ImageNet, 2017-era dual
+#: Xeon with tf.data / DALI off); only used with ``data="real"``. An assumption, see README.
+HOST_INPUT_IMAGES_PER_S_PER_NODE = 4000.0
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted steady-state throughput of one configuration and where its time goes."""
+
+    images_per_sec: float
+    iteration_time_s: float
+    scaling_efficiency: float
+    single_gpu_images_per_sec: float
+    breakdown: dict[str, float]
+    inputs: dict[str, Any]
+    comm_ops: list[dict[str, Any]]
+    sim: SimResult = field(repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (the ``--json`` output)."""
+        return {
+            "images_per_sec": self.images_per_sec,
+            "iteration_time_s": self.iteration_time_s,
+            "scaling_efficiency": self.scaling_efficiency,
+            "single_gpu_images_per_sec": self.single_gpu_images_per_sec,
+            "breakdown": self.breakdown,
+            "inputs": self.inputs,
+            "comm_ops": self.comm_ops,
+        }
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything resolved for one configuration, ready to simulate."""
+
+    workload: Workload
+    cluster: Cluster
+    strategy: Strategy
+    comm: CommModel
+    dag: nx.DiGraph
+    input_time_s: float
+
+    def simulate(self, options: SimOptions | None = None) -> SimResult:
+        """Run the engine on this configuration."""
+        return simulate(
+            self.dag,
+            self.cluster,
+            self.comm,
+            horovod=self.strategy.is_horovod,
+            cycle_time_s=self.strategy.cycle_time_s,
+            options=options,
+        )
+
+
+def prepare(
+    model: str = "resnet50",
+    gpus: int = 1,
+    *,
+    gpu: str = "p100",
+    gpus_per_node: int | None = None,
+    intra_node: str | None = None,
+    inter_node: str | None = None,
+    transport: str | None = None,
+    comm: str = "horovod-nccl",
+    n_ps: int | None = None,
+    ps_colocated: bool = True,
+    batch: int = 64,
+    precision: str = "fp32",
+    data: str = "synthetic",
+    fusion_threshold_mb: float | None = None,
+    cycle_time_ms: float | None = None,
+    hierarchical: bool = False,
+    algorithm: str = "ring",
+    fp16_allreduce: bool = False,
+    calibration: str | None = None,
+    single_gpu_throughput: float | None = None,
+) -> Setup:
+    """Resolve names, find the calibration, build the cluster, DAG and communication model."""
+    spec = get_model(model)
+    cluster = catalog.build_cluster(gpu, gpus, gpus_per_node, intra_node, inter_node, transport)
+    strategy_kwargs: dict[str, Any] = {}
+    if fusion_threshold_mb is not None:
+        if not 0 <= fusion_threshold_mb <= 65536:
+            raise ConfigError(f"fusion threshold must be in 0..65536 MB, got {fusion_threshold_mb}")
+        strategy_kwargs["fusion_threshold_bytes"] = round(fusion_threshold_mb * MiB)
+    if cycle_time_ms is not None:
+        strategy_kwargs["cycle_time_s"] = cycle_time_ms / 1e3
+    strategy = Strategy(
+        comm=comm,
+        batch_per_gpu=batch,
+        precision=precision,
+        data=data,
+        hierarchical=hierarchical,
+        algorithm=algorithm,
+        fp16_allreduce=fp16_allreduce,
+        n_ps=n_ps,
+        ps_colocated=ps_colocated,
+        **strategy_kwargs,
+    )
+    workload = _workload(spec, cluster, strategy, calibration, single_gpu_throughput)
+    comm_model = make_comm_model(
+        strategy.comm,
+        cluster,
+        hierarchical=strategy.hierarchical,
+        algorithm=strategy.algorithm,
+        n_ps=strategy.n_ps,
+        ps_colocated=strategy.ps_colocated,
+        tensor_bytes=workload.tensor_bytes(strategy.grad_dtype),
+    )
+    input_s = batch * cluster.local_gpus / HOST_INPUT_IMAGES_PER_S_PER_NODE
+    dag = build_dag(workload, strategy, input_time_s=input_s, n_ps=comm_model.n_channels())
+    return Setup(workload, cluster, strategy, comm_model, dag, input_s)
+
+
+def predict(
+    model: str = "resnet50",
+    gpus: int = 1,
+    *,
+    engine: str = "fast",
+    stragglers: dict[int, float] | None = None,
+    jitter_sigma: float = 0.0,
+    seed: int = 0,
+    **config: Any,
+) -> Prediction:
+    """Predict one data-parallel training configuration.
+
+    ``config`` takes the keyword arguments of :func:`prepare` (``gpu``, ``batch``, ``comm``,
+    ...); ``engine`` is ``fast`` or ``detailed``; ``stragglers`` maps GPU ranks to compute
+    slowdowns and ``jitter_sigma`` adds seeded log-normal compute noise (detailed engine).
+    """
+    setup = prepare(model, gpus, **config)
+    options = SimOptions(
+        engine=engine, slowdown=dict(stragglers or {}), jitter_sigma=jitter_sigma, seed=seed
+    )
+    sim = setup.simulate(options)
+    workload, strategy = setup.workload, setup.strategy
+    batch = strategy.batch_per_gpu
+    single = _single_gpu(workload, strategy, batch / HOST_INPUT_IMAGES_PER_S_PER_NODE)
+    ips = gpus * batch / sim.iteration_time_s
+    single_ips = batch / single.iteration_time_s
+    return Prediction(
+        images_per_sec=ips,
+        iteration_time_s=sim.iteration_time_s,
+        scaling_efficiency=ips / (gpus * single_ips),
+        single_gpu_images_per_sec=single_ips,
+        breakdown=sim.breakdown.to_dict(),
+        inputs=_inputs(workload.model.name, setup.cluster, strategy, workload, engine, setup.comm),
+        comm_ops=_comm_ops(sim),
+        sim=sim,
+    )
+
+
+def _workload(spec, cluster: Cluster, strategy: Strategy, calibration, single_ips) -> Workload:
+    if calibration is not None:
+        prof = profile_io.load(calibration)
+        if prof.batch_per_gpu != strategy.batch_per_gpu or prof.precision != strategy.precision:
+            raise ConfigError(
+                f"calibration {calibration} is for batch {prof.batch_per_gpu} "
+                f"{prof.precision}, but batch {strategy.batch_per_gpu} {strategy.precision} "
+                "was asked for"
+            )
+    else:
+        prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
+    if single_ips is not None:
+        if not 0 < single_ips < 1e7:
+            raise ConfigError(f"single-GPU throughput must be in (0, 1e7) img/s, got {single_ips}")
+        prof = prof.scaled((strategy.batch_per_gpu / single_ips) / prof.step_time_s)
+        prof = _with_provenance(prof, single_ips)
+    return Workload.build(spec, prof)
+
+
+def _with_provenance(prof, single_ips: float):
+    from dataclasses import replace
+
+    provenance = {
+        "method": "anchored-by-user",
+        "single_gpu_images_per_sec": single_ips,
+        "base": prof.provenance,
+    }
+    return replace(prof, provenance=provenance)
+
+
+def _single_gpu(workload: Workload, strategy: Strategy, input_s: float) -> SimResult:
+    one = catalog.build_cluster(workload.profile.device, 1)
+    dag = build_dag(workload, strategy, input_time_s=input_s)
+    comm_model = make_comm_model("horovod-nccl", one)
+    return simulate(dag, one, comm_model, options=SimOptions(measured_iterations=2))
+
+
+def _inputs(model, cluster: Cluster, strategy: Strategy, workload, engine, comm_model):
+    prof = workload.profile
+    return {
+        "model": model,
+        **catalog.describe_cluster(cluster),
+        "comm": strategy.comm,
+        "comm_model": type(comm_model).__name__,
+        "n_ps": comm_model.n_channels() if strategy.is_parameter_server else None,
+        "batch_per_gpu": strategy.batch_per_gpu,
+        "precision": strategy.precision,
+        "data": strategy.data,
+        "grad_dtype": strategy.grad_dtype,
+        "fusion_threshold_mb": strategy.fusion_threshold_bytes / MiB,
+        "cycle_time_ms": strategy.cycle_time_s * 1e3,
+        "hierarchical": strategy.hierarchical,
+        "algorithm": strategy.algorithm,
+        "horovod_defaults": f"Horovod {HOROVOD_VERSION}",
+        "engine": engine,
+        "calibration": {
+            "file": prof.path,
+            "method": prof.provenance.get("method"),
+            "step_time_s": prof.step_time_s,
+            "provenance": prof.provenance,
+        },
+        "grad_bytes": workload.model.grad_bytes(strategy.grad_dtype),
+    }
+
+
+def _comm_ops(sim: SimResult) -> list[dict[str, Any]]:
+    last = max((s.iteration for s in sim.spans), default=0)
+    return [
+        {
+            "name": s.name,
+            "op": s.kind,
+            "nbytes": s.nbytes,
+            "start_s": s.start_s,
+            "duration_s": s.end_s - s.start_s,
+        }
+        for s in sim.spans
+        if s.worker == 0 and s.iteration == last and s.stream.startswith("comm")
+    ]

@@ -1,0 +1,65 @@
+"""The ``ddlsim`` command line: sub-commands, and turning errors into one line and exit code 2.
+
+Every :class:`ddlsim.errors.DdlsimError` and every argument error prints ``ddlsim: error: ...``
+on one line of stderr and exits 2; Ctrl-C exits 130. No traceback reaches the user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from ddlsim import __version__
+from ddlsim.errors import DdlsimError
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Raised instead of argparse's exit so that the message stays one line."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser with every sub-command registered."""
+    from ddlsim.cli import predict
+
+    parser = _Parser(
+        prog="ddlsim",
+        description="Simulate distributed synchronous-SGD training and predict its scaling.",
+    )
+    parser.add_argument("--version", action="version", version=f"ddlsim {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    predict.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ddlsim`` console script; returns the exit code."""
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"ddlsim: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except DdlsimError as exc:
+        message = " ".join(str(exc).split())
+        print(f"ddlsim: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("ddlsim: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,209 @@
+"""``ddlsim predict``: simulate one configuration and report throughput and where time goes.
+
+Flag names and values are a contract (the vocabulary of the measured-runs schema); see
+``ddlsim predict --help`` for defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from ddlsim.cli.report import format_prediction
+from ddlsim.errors import ConfigError
+from ddlsim.strategy import (
+    ALGORITHMS,
+    COMM_METHODS,
+    DEFAULT_BATCH_PER_GPU,
+    DEFAULT_CYCLE_TIME_S,
+    DEFAULT_FUSION_THRESHOLD_BYTES,
+    HOROVOD_VERSION,
+    PRECISIONS,
+)
+from ddlsim.units import MiB
+
+
+def _positive_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def _stragglers(text: str) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for item in filter(None, text.split(",")):
+        rank, _, factor = item.partition(":")
+        try:
+            out[int(rank)] = float(factor)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected RANK:SLOWDOWN[,RANK:SLOWDOWN...], got {text!r}"
+            ) from None
+    return out
+
+
+def add_config_arguments(p: argparse.ArgumentParser) -> None:
+    """The flags that describe one configuration (shared by predict-like commands)."""
+    p.add_argument("--model", default="resnet50", help="zoo model (default: resnet50)")
+    p.add_argument("--gpu", default="p100", help="GPU type (default: p100 = p100-sxm2, DGX-1)")
+    p.add_argument("--gpus", type=_positive_int, default=1, help="total GPUs (default: 1)")
+    p.add_argument(
+        "--gpus-per-node",
+        type=_positive_int,
+        default=None,
+        help="GPUs per node (default: min(gpus, 8))",
+    )
+    p.add_argument(
+        "--intra-node",
+        default=None,
+        help="GPU-to-GPU fabric: none, pcie3, nvlink-p100, nvlink-v100, nvswitch, ... "
+        "(default: the GPU's usual server)",
+    )
+    p.add_argument(
+        "--inter-node",
+        default=None,
+        help="network: 10gbe, 25gbe, 40gbe, 100gbe, ib-fdr, ib-edr, ib-hdr, ib, aries, ec2, "
+        "azure-eth (default: ib-edr when multi-node)",
+    )
+    p.add_argument(
+        "--transport", default=None, help="tcp or rdma (default: the network's usual one)"
+    )
+    p.add_argument(
+        "--comm",
+        default="horovod-nccl",
+        choices=COMM_METHODS,
+        help="gradient exchange (default: horovod-nccl)",
+    )
+    p.add_argument(
+        "--n-ps", type=_positive_int, default=None, help="parameter-server tasks (PS methods)"
+    )
+    p.add_argument(
+        "--ps-dedicated",
+        action="store_true",
+        help="parameter servers on their own nodes (default: co-located with workers)",
+    )
+    p.add_argument(
+        "--batch",
+        type=_positive_int,
+        default=DEFAULT_BATCH_PER_GPU,
+        help=f"mini-batch per GPU (default: {DEFAULT_BATCH_PER_GPU})",
+    )
+    p.add_argument("--precision", default="fp32", choices=PRECISIONS, help="default: fp32")
+    p.add_argument(
+        "--data", default="synthetic", choices=("synthetic", "real"), help="default: synthetic"
+    )
+    p.add_argument(
+        "--fusion-threshold-mb",
+        type=_number,
+        default=None,
+        help=f"HOROVOD_FUSION_THRESHOLD in MiB (default: "
+        f"{DEFAULT_FUSION_THRESHOLD_BYTES // MiB}, Horovod {HOROVOD_VERSION})",
+    )
+    p.add_argument(
+        "--cycle-time-ms",
+        type=_number,
+        default=None,
+        help=f"HOROVOD_CYCLE_TIME in ms (default: {DEFAULT_CYCLE_TIME_S * 1e3:g}, "
+        f"Horovod {HOROVOD_VERSION})",
+    )
+    p.add_argument("--hierarchical", action="store_true", help="HOROVOD_HIERARCHICAL_ALLREDUCE=1")
+    p.add_argument(
+        "--algorithm", default="ring", choices=ALGORITHMS, help="NCCL allreduce algorithm"
+    )
+    p.add_argument(
+        "--fp16-allreduce",
+        action="store_true",
+        help="hvd.Compression.fp16: exchange gradients in fp16",
+    )
+    p.add_argument("--engine", default="fast", choices=("fast", "detailed"), help="default: fast")
+    p.add_argument("--calibration", default=None, metavar="FILE", help="calibration file")
+    p.add_argument(
+        "--single-gpu-throughput",
+        type=_number,
+        default=None,
+        metavar="IMG_PER_S",
+        help="scale the compute calibration so that 1 GPU runs at this many images/s",
+    )
+    p.add_argument(
+        "--stragglers",
+        type=_stragglers,
+        default=None,
+        metavar="RANK:SLOWDOWN,...",
+        help="detailed engine: slow GPUs, e.g. 3:1.2 = rank 3 computes 20%% slower",
+    )
+    p.add_argument(
+        "--jitter", type=_number, default=0.0, help="detailed engine: log-normal compute noise"
+    )
+    p.add_argument("--seed", type=_positive_int, default=0, help="seed of the jitter")
+
+
+def predict_kwargs(args: argparse.Namespace) -> dict:
+    """Keyword arguments of :func:`ddlsim.predict` from parsed flags."""
+    if args.gpus < 1:
+        raise ConfigError(f"--gpus must be >= 1, got {args.gpus}")
+    if args.batch < 1:
+        raise ConfigError(f"--batch must be >= 1, got {args.batch}")
+    return {
+        "model": args.model,
+        "gpus": args.gpus,
+        "gpu": args.gpu,
+        "gpus_per_node": args.gpus_per_node,
+        "intra_node": args.intra_node,
+        "inter_node": args.inter_node,
+        "transport": args.transport,
+        "comm": args.comm,
+        "n_ps": args.n_ps,
+        "ps_colocated": not args.ps_dedicated,
+        "batch": args.batch,
+        "precision": args.precision,
+        "data": args.data,
+        "fusion_threshold_mb": args.fusion_threshold_mb,
+        "cycle_time_ms": args.cycle_time_ms,
+        "hierarchical": args.hierarchical,
+        "algorithm": args.algorithm,
+        "fp16_allreduce": args.fp16_allreduce,
+        "engine": args.engine,
+        "calibration": args.calibration,
+        "single_gpu_throughput": args.single_gpu_throughput,
+        "stragglers": args.stragglers,
+        "jitter_sigma": args.jitter,
+        "seed": args.seed,
+    }
+
+
+def register(sub) -> None:
+    """Add the ``predict`` sub-command."""
+    p = sub.add_parser(
+        "predict",
+        help="predict throughput and scaling of one configuration",
+        description="Simulate one data-parallel training configuration and report images/s, "
+        "iteration time, scaling efficiency against 1 GPU and where the time goes.",
+    )
+    add_config_arguments(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``ddlsim predict``."""
+    from ddlsim.api import predict
+
+    result = predict(**predict_kwargs(args))
+    if args.json:
+        json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_prediction(result))
+    return 0

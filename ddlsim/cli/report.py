@@ -1,0 +1,70 @@
+"""Human-readable report of a prediction."""
+
+from __future__ import annotations
+
+from ddlsim.api import Prediction
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:9.2f} ms"
+
+
+def format_prediction(p: Prediction) -> str:
+    """Multi-line text report: throughput, breakdown, assumptions."""
+    i = p.inputs
+    b = p.breakdown
+    it = p.iteration_time_s
+    cal = i["calibration"]
+    lines = [
+        f"ddlsim prediction: {i['model']} on {i['n_gpus']} x {i['gpu']} "
+        f"({i['nodes']} node(s) x {i['gpus_per_node']} GPUs), {i['comm']}",
+        "",
+        f"  throughput          {p.images_per_sec:12.1f} images/s",
+        f"  iteration time      {_ms(it)}",
+        f"  scaling efficiency  {100 * p.scaling_efficiency:11.1f} %   "
+        f"(1 GPU: {p.single_gpu_images_per_sec:.1f} images/s)",
+        "",
+        "  where the iteration goes",
+        f"    compute                     {_ms(b['compute_s'])}  "
+        f"{100 * b['compute_s'] / it:5.1f} %",
+        f"      communication hidden      {_ms(b['comm_hidden_s'])}  (overlapped with backprop)",
+        f"    communication exposed       {_ms(b['comm_exposed_s'])}  "
+        f"{100 * b['comm_exposed_s'] / it:5.1f} %",
+        f"    coordination / sync wait    {_ms(b['coordination_s'])}  "
+        f"{100 * b['coordination_s'] / it:5.1f} %",
+    ]
+    if b["input_stall_s"] > 0:
+        lines.append(
+            f"    input pipeline stall        {_ms(b['input_stall_s'])}  "
+            f"{100 * b['input_stall_s'] / it:5.1f} %"
+        )
+    n_ops = len(p.comm_ops)
+    total_bytes = sum(op["nbytes"] for op in p.comm_ops)
+    lines += [
+        "",
+        "  assumptions",
+        f"    GPU            {i['gpu']} ({i.get('gpu_name', '')})",
+        f"    intra-node     {i['intra_node']}"
+        + (
+            f", {i['intra_bandwidth_GBps']:.1f} GB/s per GPU"
+            if i.get("intra_bandwidth_GBps")
+            else ""
+        ),
+        f"    inter-node     {i['inter_node']}"
+        + (
+            f", {i['nic_bandwidth_Gbps']:.1f} Gb/s effective, {i['transport']}"
+            if i.get("nic_bandwidth_Gbps")
+            else ""
+        ),
+        f"    method         {i['comm']} ({i['comm_model']}), {n_ops} op(s)/iteration, "
+        f"{total_bytes / 1e6:.1f} MB/iteration",
+        f"    horovod        fusion {i['fusion_threshold_mb']:g} MiB, cycle "
+        f"{i['cycle_time_ms']:g} ms, hierarchical {'on' if i['hierarchical'] else 'off'} "
+        f"({i['horovod_defaults']} defaults)",
+        f"    batch          {i['batch_per_gpu']} per GPU, {i['precision']}, {i['data']} data, "
+        f"gradients {i['grad_dtype']}",
+        f"    calibration    {cal['method']}: {cal['file'] or 'derived in memory'}",
+        f"    engine         {i['engine']}",
+        "",
+    ]
+    return "\n".join(lines)
