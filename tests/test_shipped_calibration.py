@@ -1,0 +1,68 @@
+"""The calibrations shipped with ddlsim: complete, valid, reproducible, honest provenance."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from ddlsim.cluster import catalog
+from ddlsim.workload.profile import load
+from ddlsim.workload.store import calibration_path, find_profile, shipped_dir
+from ddlsim.workload.workload import Workload
+from ddlsim.workload.zoo import MODEL_NAMES, get_model
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("generate", ROOT / "calibration" / "generate.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_catalog_gpu_and_model_has_batch_32_64_128_fp32():
+    gen = _generator()
+    for device in gen.canonical_devices():
+        for model in MODEL_NAMES:
+            for batch in (32, 64, 128):
+                assert calibration_path(shipped_dir(), model, device, batch, "fp32").is_file()
+
+
+def test_every_shipped_file_loads_and_matches_its_model():
+    files = sorted(shipped_dir().rglob("*.json"))
+    assert len(files) > 500
+    for path in files[::7]:  # a spread sample keeps this fast; the generator writes them all alike
+        prof = load(path)
+        Workload.build(get_model(prof.model), prof)
+        assert prof.provenance["method"] in ("roofline-anchored", "roofline-corrected")
+        assert prof.sum_layers_s + prof.unattributed_time_s == pytest.approx(prof.step_time_s)
+
+
+def test_anchored_files_reproduce_the_measured_throughput_they_cite():
+    prof = find_profile(get_model("resnet50"), catalog.device("p100-sxm2"), 64, "fp32")
+    assert prof.provenance["method"] == "roofline-anchored"
+    assert "TFBENCH2017-0002" in prof.provenance["anchor"]["run_ids"]
+    assert prof.images_per_sec == pytest.approx(219.0, rel=1e-4)
+
+
+def test_regenerating_reproduces_the_shipped_files(tmp_path):
+    gen = _generator()
+    gen.main(tmp_path)
+    for rel in ("k80/resnet50/b64-fp32.json", "v100-sxm2/resnet50_v1.5/b224-amp.json"):
+        fresh = json.loads((tmp_path / rel).read_text())
+        shipped = json.loads((shipped_dir() / rel).read_text())
+        assert fresh == shipped
+
+
+def test_a_batch_without_a_file_is_transferred_by_roofline_and_says_so():
+    prof = find_profile(get_model("resnet50"), catalog.device("p100-sxm2"), 48, "fp32")
+    assert prof.batch_per_gpu == 48
+    assert prof.provenance["method"] == "roofline-batch-transfer"
+    assert prof.provenance["from_batch"] in (32, 64)
+    p64 = find_profile(get_model("resnet50"), catalog.device("p100-sxm2"), 64, "fp32")
+    p32 = find_profile(get_model("resnet50"), catalog.device("p100-sxm2"), 32, "fp32")
+    assert p32.step_time_s < prof.step_time_s < p64.step_time_s
