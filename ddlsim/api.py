@@ -7,6 +7,7 @@ configuration and the same job on one GPU, and returns a :class:`Prediction`.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ from ddlsim.comm import make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.dag import build_dag
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
-from ddlsim.errors import ConfigError
+from ddlsim.errors import CalibrationError, ConfigError
 from ddlsim.strategy import HOROVOD_VERSION, Strategy
 from ddlsim.units import MiB
 from ddlsim.workload import profile as profile_io
@@ -29,6 +30,10 @@ from ddlsim.workload.zoo import get_model
 #: images/s one node's host input pipeline decodes and augments (JPEG ImageNet, 2017-era dual
 #: Xeon with tf.data / DALI off); only used with ``data="real"``. An assumption, see README.
 HOST_INPUT_IMAGES_PER_S_PER_NODE = 4000.0
+
+#: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
+#: iteration's compute varies by orders of magnitude and the results become meaningless)
+MAX_JITTER_SIGMA = 1.0
 
 
 @dataclass(frozen=True)
@@ -109,7 +114,9 @@ def prepare(
     strategy_kwargs: dict[str, Any] = {}
     if fusion_threshold_mb is not None:
         if not 0 <= fusion_threshold_mb <= 65536:
-            raise ConfigError(f"fusion threshold must be in 0..65536 MB, got {fusion_threshold_mb}")
+            raise ConfigError(
+                f"fusion threshold must be in 0..65536 MiB, got {fusion_threshold_mb:g} MiB"
+            )
         strategy_kwargs["fusion_threshold_bytes"] = round(fusion_threshold_mb * MiB)
     if cycle_time_ms is not None:
         strategy_kwargs["cycle_time_s"] = cycle_time_ms / 1e3
@@ -125,6 +132,11 @@ def prepare(
         ps_colocated=ps_colocated,
         **strategy_kwargs,
     )
+    if strategy.precision == "amp" and cluster.device.peak_fp16_flops is None:
+        raise ConfigError(
+            f"GPU {cluster.device.id!r} has no fast fp16 path; mixed precision (amp) is not "
+            "modelled for it: use --precision fp32"
+        )
     workload = _workload(spec, cluster, strategy, calibration, single_gpu_throughput)
     comm_model = make_comm_model(
         strategy.comm,
@@ -156,6 +168,10 @@ def predict(
     ...); ``engine`` is ``fast`` or ``detailed``; ``stragglers`` maps GPU ranks to compute
     slowdowns and ``jitter_sigma`` adds seeded log-normal compute noise (detailed engine).
     """
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    if not 0 <= jitter_sigma <= MAX_JITTER_SIGMA:
+        raise ConfigError(f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {jitter_sigma}")
     setup = prepare(model, gpus, **config)
     options = SimOptions(
         engine=engine, slowdown=dict(stragglers or {}), jitter_sigma=jitter_sigma, seed=seed
@@ -163,7 +179,10 @@ def predict(
     sim = setup.simulate(options)
     workload, strategy = setup.workload, setup.strategy
     batch = strategy.batch_per_gpu
-    single = _single_gpu(workload, strategy, batch / HOST_INPUT_IMAGES_PER_S_PER_NODE)
+    if setup.cluster.n_gpus == 1 and not stragglers and not jitter_sigma:
+        single = sim  # the run is its own 1-GPU baseline: efficiency exactly 1
+    else:
+        single = _single_gpu(workload, strategy, batch / HOST_INPUT_IMAGES_PER_S_PER_NODE)
     ips = gpus * batch / sim.iteration_time_s
     single_ips = batch / single.iteration_time_s
     return Prediction(
@@ -179,16 +198,25 @@ def predict(
 
 
 def _workload(spec, cluster: Cluster, strategy: Strategy, calibration, single_ips) -> Workload:
-    if calibration is not None:
-        prof = profile_io.load(calibration)
-        if prof.batch_per_gpu != strategy.batch_per_gpu or prof.precision != strategy.precision:
-            raise ConfigError(
-                f"calibration {calibration} is for batch {prof.batch_per_gpu} "
-                f"{prof.precision}, but batch {strategy.batch_per_gpu} {strategy.precision} "
-                "was asked for"
-            )
-    else:
-        prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
+    try:
+        if calibration is not None:
+            prof = profile_io.load(calibration)
+        else:
+            prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
+    except (UnicodeDecodeError, RecursionError) as exc:
+        # profile.load lets these through: a binary file, JSON nested too deeply
+        where = calibration if calibration is not None else f"of {spec.name} on {cluster.device.id}"
+        raise CalibrationError(
+            f"corrupt calibration file {where} ({type(exc).__name__}: {exc})"
+        ) from None
+    if calibration is not None and (
+        prof.batch_per_gpu != strategy.batch_per_gpu or prof.precision != strategy.precision
+    ):
+        raise ConfigError(
+            f"calibration {calibration} is for batch {prof.batch_per_gpu} "
+            f"{prof.precision}, but batch {strategy.batch_per_gpu} {strategy.precision} "
+            "was asked for"
+        )
     if single_ips is not None:
         if not 0 < single_ips < 1e7:
             raise ConfigError(f"single-GPU throughput must be in (0, 1e7) img/s, got {single_ips}")

@@ -161,32 +161,28 @@ def _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update) -> None:
             by_shard[shard] = (nbytes + t.nbytes(grad_dtype), [*names, t.name])
             t_index += 1
         per_layer.append(by_shard)
-    for idx, layer in enumerate(layers):
+
+    def ps_node(kind: NodeKind, idx: int, shard: int, nbytes: int, names: list[str]) -> str:
+        op = kind.value
+        return add(
+            f"{op}:{layers[idx].name}:{shard}",
+            kind,
+            stream="comm",
+            channel=shard,
+            op=op,
+            nbytes=nbytes,
+            layers=[layers[idx].name],
+            tensors=names,
+        )
+
+    for idx in range(len(layers)):
         for shard, (nbytes, names) in sorted(per_layer[idx].items()):
-            pull = add(
-                f"pull:{layer.name}:{shard}",
-                NodeKind.PULL,
-                stream="comm",
-                channel=shard,
-                op="pull",
-                nbytes=nbytes,
-                layers=[layer.name],
-                tensors=names,
+            g.add_edge(
+                ps_node(NodeKind.PULL, idx, shard, nbytes, names), fwd[idx], kind=EdgeKind.DATA
             )
-            g.add_edge(pull, fwd[idx], kind=EdgeKind.DATA)
     for idx in reversed(range(len(layers))):
-        layer = layers[idx]
         for shard, (nbytes, names) in sorted(per_layer[idx].items()):
-            push = add(
-                f"push:{layer.name}:{shard}",
-                NodeKind.PUSH,
-                stream="comm",
-                channel=shard,
-                op="push",
-                nbytes=nbytes,
-                layers=[layer.name],
-                tensors=names,
-            )
+            push = ps_node(NodeKind.PUSH, idx, shard, nbytes, names)
             g.add_edge(bwd[idx], push, kind=EdgeKind.DATA)
             g.add_edge(push, update, kind=EdgeKind.DATA)
 
