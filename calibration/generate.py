@@ -13,6 +13,7 @@ regenerating is reproducible (a test regenerates a few files and compares).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,7 +40,7 @@ def canonical_devices() -> list[str]:
     return [name for name in catalog.device_names() if name not in aliases]
 
 
-def configurations(anchors):
+def configurations(anchors: list) -> Iterator[tuple]:
     """Every (model, device, batch, precision) that is shipped."""
     devices = [catalog.device(name) for name in canonical_devices()]
     for dev in devices:

@@ -1,0 +1,1 @@
+"""The ``ddlsim`` command line (argument parsing, reports, exit codes)."""

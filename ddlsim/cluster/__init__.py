@@ -1,0 +1,1 @@
+"""Hardware: GPU, link and network catalogs and the resolved :class:`Cluster`."""

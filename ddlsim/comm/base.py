@@ -20,8 +20,12 @@ collective stream is channel 0); different channels proceed in parallel (one per
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING
 
 from ddlsim.cluster.specs import Cluster
+
+if TYPE_CHECKING:
+    from ddlsim.comm.executor import Schedule
 
 OPS = ("allreduce", "push", "pull")
 
@@ -51,5 +55,5 @@ class CommModel(ABC):
         together. Zero for ``nbytes == 0`` and for a single GPU."""
 
     @abstractmethod
-    def schedule(self, nbytes: float, op: str = "allreduce", channel: int = 0):  # -> Schedule
+    def schedule(self, nbytes: float, op: str = "allreduce", channel: int = 0) -> Schedule:
         """The same operation as steps of flows for the detailed engine."""

@@ -1,0 +1,1 @@
+"""The simulation engines (fast and detailed) and the steady-state breakdown."""

@@ -1,0 +1,1 @@
+"""Workloads: the model zoo, compute calibrations (format, roofline, anchoring, lookup)."""
