@@ -7,3 +7,15 @@ links, network) and a strategy (Horovod/NCCL/MPI/parameter servers and their kno
 """
 
 __version__ = "0.1.0"
+
+__all__ = ["Prediction", "__version__", "predict", "prepare"]
+
+
+def __getattr__(name: str) -> object:
+    """``ddlsim.predict`` / ``ddlsim.prepare`` / ``ddlsim.Prediction``, imported on first use so
+    that ``import ddlsim`` stays light."""
+    if name in ("predict", "prepare", "Prediction"):
+        from ddlsim import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'ddlsim' has no attribute {name!r}")
