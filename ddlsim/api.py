@@ -19,7 +19,7 @@ from ddlsim.comm import make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.dag import build_dag
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
-from ddlsim.errors import CalibrationError, ConfigError
+from ddlsim.errors import ConfigError
 from ddlsim.strategy import HOROVOD_VERSION, Strategy
 from ddlsim.units import MiB
 from ddlsim.workload import profile as profile_io
@@ -171,7 +171,7 @@ def predict(
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     if not 0 <= jitter_sigma <= MAX_JITTER_SIGMA:
-        raise ConfigError(f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {jitter_sigma}")
+        raise ConfigError(f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {jitter_sigma:g}")
     setup = prepare(model, gpus, **config)
     options = SimOptions(
         engine=engine, slowdown=dict(stragglers or {}), jitter_sigma=jitter_sigma, seed=seed
@@ -198,25 +198,21 @@ def predict(
 
 
 def _workload(spec, cluster: Cluster, strategy: Strategy, calibration, single_ips) -> Workload:
-    try:
-        if calibration is not None:
-            prof = profile_io.load(calibration)
-        else:
-            prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
-    except (UnicodeDecodeError, RecursionError) as exc:
-        # profile.load lets these through: a binary file, JSON nested too deeply
-        where = calibration if calibration is not None else f"of {spec.name} on {cluster.device.id}"
-        raise CalibrationError(
-            f"corrupt calibration file {where} ({type(exc).__name__}: {exc})"
-        ) from None
-    if calibration is not None and (
-        prof.batch_per_gpu != strategy.batch_per_gpu or prof.precision != strategy.precision
-    ):
-        raise ConfigError(
-            f"calibration {calibration} is for batch {prof.batch_per_gpu} "
-            f"{prof.precision}, but batch {strategy.batch_per_gpu} {strategy.precision} "
-            "was asked for"
-        )
+    if calibration is not None:
+        prof = profile_io.load(calibration)
+        if prof.batch_per_gpu != strategy.batch_per_gpu or prof.precision != strategy.precision:
+            raise ConfigError(
+                f"calibration {calibration} is for batch {prof.batch_per_gpu} "
+                f"{prof.precision}, but batch {strategy.batch_per_gpu} {strategy.precision} "
+                "was asked for"
+            )
+        if prof.device != cluster.device.id:
+            raise ConfigError(
+                f"calibration {calibration} is for GPU {prof.device!r}, but --gpu is "
+                f"{cluster.device.id!r}"
+            )
+    else:
+        prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
     if single_ips is not None:
         if not 0 < single_ips < 1e7:
             raise ConfigError(f"single-GPU throughput must be in (0, 1e7) img/s, got {single_ips}")

@@ -144,3 +144,17 @@ def test_steady_state_is_reached():
     p = prepare("resnet50", 256).simulate(SimOptions(warmup_iterations=2, measured_iterations=4))
     measured = p.iteration_times_s[2:]
     assert max(measured) - min(measured) <= 0.01 * p.iteration_time_s
+
+
+def test_jitter_needs_the_detailed_engine():
+    with pytest.raises(ConfigError, match="detailed engine"):
+        predict("resnet50", 8, jitter_sigma=0.1)
+
+
+def test_a_calibration_file_for_another_gpu_is_refused(tmp_path):
+    from ddlsim.workload.profile import save
+
+    prof = find_profile(get_model("resnet50"), catalog.device("p100"), 64, "fp32")
+    path = save(prof, tmp_path / "p100.json")
+    with pytest.raises(ConfigError, match="is for GPU 'p100-sxm2'"):
+        predict("resnet50", 8, gpu="v100", calibration=str(path))

@@ -76,3 +76,21 @@ def test_save_replaces_a_same_schema_file(tmp_path):
     save(_profile(0.5), target)
     save(_profile(0.7), target)
     assert load(target).step_time_s == 0.7
+
+
+def test_binary_and_deeply_nested_files_are_corrupt_not_crashes(tmp_path):
+    binary = tmp_path / "bin.json"
+    binary.write_bytes(b"\xff\xfe\x00\x81")
+    with pytest.raises(CalibrationError, match="not UTF-8"):
+        load(binary)
+    nested = tmp_path / "nested.json"
+    nested.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CalibrationError, match="invalid JSON"):
+        load(nested)
+
+
+def test_a_boolean_schema_version_is_not_version_1():
+    doc = _profile().to_dict()
+    doc["schema_version"] = True
+    with pytest.raises(CalibrationError, match="schema version True"):
+        from_dict(doc, "f.json")

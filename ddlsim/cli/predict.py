@@ -24,7 +24,7 @@ from ddlsim.strategy import (
 from ddlsim.units import MiB
 
 
-def _positive_int(text: str) -> int:
+def _int(text: str) -> int:
     try:
         return int(text)
     except ValueError:
@@ -58,10 +58,10 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     """The flags that describe one configuration (shared by predict-like commands)."""
     p.add_argument("--model", default="resnet50", help="zoo model (default: resnet50)")
     p.add_argument("--gpu", default="p100", help="GPU type (default: p100 = p100-sxm2, DGX-1)")
-    p.add_argument("--gpus", type=_positive_int, default=1, help="total GPUs (default: 1)")
+    p.add_argument("--gpus", type=_int, default=1, help="total GPUs (default: 1)")
     p.add_argument(
         "--gpus-per-node",
-        type=_positive_int,
+        type=_int,
         default=None,
         help="GPUs per node (default: min(gpus, 8))",
     )
@@ -86,9 +86,7 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         choices=COMM_METHODS,
         help="gradient exchange (default: horovod-nccl)",
     )
-    p.add_argument(
-        "--n-ps", type=_positive_int, default=None, help="parameter-server tasks (PS methods)"
-    )
+    p.add_argument("--n-ps", type=_int, default=None, help="parameter-server tasks (PS methods)")
     p.add_argument(
         "--ps-dedicated",
         action="store_true",
@@ -96,7 +94,7 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--batch",
-        type=_positive_int,
+        type=_int,
         default=DEFAULT_BATCH_PER_GPU,
         help=f"mini-batch per GPU (default: {DEFAULT_BATCH_PER_GPU})",
     )
@@ -146,7 +144,7 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--jitter", type=_number, default=0.0, help="detailed engine: log-normal compute noise"
     )
-    p.add_argument("--seed", type=_positive_int, default=0, help="seed of the jitter")
+    p.add_argument("--seed", type=_int, default=0, help="seed of the jitter")
 
 
 def predict_kwargs(args: argparse.Namespace) -> dict:
@@ -183,7 +181,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
     }
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``predict`` sub-command."""
     p = sub.add_parser(
         "predict",

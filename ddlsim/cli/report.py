@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ddlsim.api import Prediction
 
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:9.2f} ms"
+
+
+def _calibration_source(cal: dict[str, Any]) -> str:
+    """The calibration file used, or the file a derived calibration was computed from."""
+    if cal["file"]:
+        return str(cal["file"])
+    provenance = cal.get("provenance") or {}
+    while isinstance(provenance, dict):  # follow "base" through re-anchorings
+        if provenance.get("from_file"):
+            return f"derived from batch {provenance.get('from_batch')} of {provenance['from_file']}"
+        provenance = provenance.get("base")
+    return "derived in memory"
 
 
 def format_prediction(p: Prediction) -> str:
@@ -63,7 +77,7 @@ def format_prediction(p: Prediction) -> str:
         f"({i['horovod_defaults']} defaults)",
         f"    batch          {i['batch_per_gpu']} per GPU, {i['precision']}, {i['data']} data, "
         f"gradients {i['grad_dtype']}",
-        f"    calibration    {cal['method']}: {cal['file'] or 'derived in memory'}",
+        f"    calibration    {cal['method']}: {_calibration_source(cal)}",
         f"    engine         {i['engine']}",
         "",
     ]

@@ -95,8 +95,8 @@ def simulate(
             f"need >= 1 measured and >= 0 warm-up iterations, got "
             f"{opts.measured_iterations} and {opts.warmup_iterations}"
         )
-    if opts.slowdown and opts.engine != "detailed":
-        raise ConfigError("stragglers (per-GPU slowdown) need the detailed engine")
+    if (opts.slowdown or opts.jitter_sigma) and opts.engine != "detailed":
+        raise ConfigError("stragglers and jitter need the detailed engine (--engine detailed)")
     for rank, factor in opts.slowdown.items():
         if not 0 <= rank < cluster.n_gpus or not 0 < factor <= 100:
             raise ConfigError(f"bad straggler {rank}:{factor} for {cluster.n_gpus} GPUs")

@@ -129,7 +129,7 @@ def from_dict(doc: Any, source: str = "<memory>") -> ModelProfile:
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise CalibrationError(f"{source}: not a ddlsim calibration file (no format {FORMAT!r})")
     version = doc.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if type(version) is not int or version != SCHEMA_VERSION:
         raise CalibrationError(
             f"{source}: calibration schema version {version!r}; this ddlsim reads version "
             f"{SCHEMA_VERSION}"
@@ -191,9 +191,11 @@ def load(path: str | os.PathLike[str]) -> ModelProfile:
         raise CalibrationError(f"calibration file not found: {p}") from None
     except OSError as exc:
         raise CalibrationError(f"cannot read calibration file {p}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise CalibrationError(f"{p}: corrupt calibration file (not UTF-8 text)") from None
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:
         raise CalibrationError(f"{p}: corrupt calibration file (invalid JSON: {exc})") from None
     return from_dict(doc, str(p))
 
