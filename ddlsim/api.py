@@ -13,6 +13,12 @@ from typing import Any
 
 import networkx as nx
 
+from ddlsim.analysis.ttt import (
+    DEFAULT_EPOCHS,
+    IMAGENET_1K_TRAIN_IMAGES,
+    time_to_train_s,
+    validate_ttt_inputs,
+)
 from ddlsim.cluster import catalog
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm import make_comm_model
@@ -44,6 +50,7 @@ class Prediction:
     iteration_time_s: float
     scaling_efficiency: float
     single_gpu_images_per_sec: float
+    time_to_train_s: float
     breakdown: dict[str, float]
     inputs: dict[str, Any]
     comm_ops: list[dict[str, Any]]
@@ -56,6 +63,7 @@ class Prediction:
             "iteration_time_s": self.iteration_time_s,
             "scaling_efficiency": self.scaling_efficiency,
             "single_gpu_images_per_sec": self.single_gpu_images_per_sec,
+            "time_to_train_s": self.time_to_train_s,
             "breakdown": self.breakdown,
             "inputs": self.inputs,
             "comm_ops": self.comm_ops,
@@ -160,18 +168,22 @@ def predict(
     stragglers: dict[int, float] | None = None,
     jitter_sigma: float = 0.0,
     seed: int = 0,
+    epochs: float = DEFAULT_EPOCHS,
+    dataset_images: int = IMAGENET_1K_TRAIN_IMAGES,
     **config: Any,
 ) -> Prediction:
     """Predict one data-parallel training configuration.
 
     ``config`` takes the keyword arguments of :func:`prepare` (``gpu``, ``batch``, ``comm``,
     ...); ``engine`` is ``fast`` or ``detailed``; ``stragglers`` maps GPU ranks to compute
-    slowdowns and ``jitter_sigma`` adds seeded log-normal compute noise (detailed engine).
+    slowdowns and ``jitter_sigma`` adds seeded log-normal compute noise (detailed engine);
+    ``epochs`` passes over ``dataset_images`` images give ``time_to_train_s``.
     """
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     if not 0 <= jitter_sigma <= MAX_JITTER_SIGMA:
         raise ConfigError(f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {jitter_sigma:g}")
+    validate_ttt_inputs(epochs, dataset_images)
     setup = prepare(model, gpus, **config)
     options = SimOptions(
         engine=engine, slowdown=dict(stragglers or {}), jitter_sigma=jitter_sigma, seed=seed
@@ -185,13 +197,15 @@ def predict(
         single = _single_gpu(workload, strategy, batch / HOST_INPUT_IMAGES_PER_S_PER_NODE)
     ips = gpus * batch / sim.iteration_time_s
     single_ips = batch / single.iteration_time_s
+    inputs = _inputs(workload.model.name, setup.cluster, strategy, workload, engine, setup.comm)
     return Prediction(
         images_per_sec=ips,
         iteration_time_s=sim.iteration_time_s,
         scaling_efficiency=ips / (gpus * single_ips),
         single_gpu_images_per_sec=single_ips,
+        time_to_train_s=time_to_train_s(ips, epochs, dataset_images),
         breakdown=sim.breakdown.to_dict(),
-        inputs=_inputs(workload.model.name, setup.cluster, strategy, workload, engine, setup.comm),
+        inputs={**inputs, "epochs": epochs, "dataset_images": dataset_images},
         comm_ops=_comm_ops(sim),
         sim=sim,
     )

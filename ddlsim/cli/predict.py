@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from ddlsim.analysis.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES
 from ddlsim.cli.report import format_prediction
 from ddlsim.errors import ConfigError
 from ddlsim.strategy import (
@@ -190,6 +191,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "iteration time, scaling efficiency against 1 GPU and where the time goes.",
     )
     add_config_arguments(p)
+    p.add_argument(
+        "--epochs",
+        type=_number,
+        default=DEFAULT_EPOCHS,
+        help=f"epochs of the time-to-train figure (default: {DEFAULT_EPOCHS})",
+    )
+    p.add_argument(
+        "--dataset-images",
+        type=_int,
+        default=IMAGENET_1K_TRAIN_IMAGES,
+        help=f"images per epoch (default: ImageNet-1k, {IMAGENET_1K_TRAIN_IMAGES:,})",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run)
 
@@ -198,7 +211,7 @@ def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim predict``."""
     from ddlsim.api import predict
 
-    result = predict(**predict_kwargs(args))
+    result = predict(**predict_kwargs(args), epochs=args.epochs, dataset_images=args.dataset_images)
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ddlsim.analysis.ttt import format_duration
 from ddlsim.api import Prediction
 
 
@@ -37,6 +38,8 @@ def format_prediction(p: Prediction) -> str:
         f"  iteration time      {_ms(it)}",
         f"  scaling efficiency  {100 * p.scaling_efficiency:11.1f} %   "
         f"(1 GPU: {p.single_gpu_images_per_sec:.1f} images/s)",
+        f"  time to train       {format_duration(p.time_to_train_s):>12}   "
+        f"({i['epochs']:g} epochs x {i['dataset_images']:,} images)",
         "",
         "  where the iteration goes",
         f"    compute                     {_ms(b['compute_s'])}  "

@@ -1,0 +1,199 @@
+"""Parameter sweeps: the cartesian product of :func:`ddlsim.predict` keywords, one row each.
+
+A row is flat (one CSV line): the configuration's resolved inputs (:data:`INPUT_COLUMNS`), then
+the results (:data:`RESULT_COLUMNS`, seconds and images/s), then ``status`` (``ok`` or
+``error``) and ``error`` (the one-line message of a configuration that failed; the inputs of a
+failed row are the requested values, since nothing could be resolved). ``ddlsim plot`` reads
+this schema. :func:`evaluate` is a pure top-level function of one configuration, so that a
+distributed runner can map it over a grid; :func:`run_grid` is the serial runner.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import io
+import itertools
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ddlsim.analysis.atomic import atomic_write_text
+from ddlsim.errors import ConfigError, DdlsimError
+
+#: resolved inputs, flattened, in column order
+INPUT_COLUMNS = (
+    "model",
+    "gpu",
+    "gpus",
+    "gpus_per_node",
+    "intra_node",
+    "inter_node",
+    "transport",
+    "comm",
+    "n_ps",
+    "batch_per_gpu",
+    "precision",
+    "data",
+    "fusion_threshold_mb",
+    "cycle_time_ms",
+    "hierarchical",
+    "algorithm",
+    "fp16_allreduce",
+    "engine",
+    "epochs",
+    "dataset_images",
+)
+BREAKDOWN_COLUMNS = (
+    "compute_s",
+    "comm_hidden_s",
+    "comm_exposed_s",
+    "input_stall_s",
+    "coordination_s",
+)
+RESULT_COLUMNS = (
+    "images_per_sec",
+    "iteration_time_s",
+    "scaling_efficiency",
+    "single_gpu_images_per_sec",
+    "time_to_train_s",
+    *BREAKDOWN_COLUMNS,
+)
+STATUS_COLUMNS = ("status", "error")
+COLUMNS = (*INPUT_COLUMNS, *RESULT_COLUMNS, *STATUS_COLUMNS)
+
+#: row column -> the predict() keyword that sets it, where the names differ
+_KWARG_OF = {"batch_per_gpu": "batch"}
+#: predict() keyword -> row column, where the names differ
+_COLUMN_OF = {"batch": "batch_per_gpu"}
+
+
+def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Predict one configuration (keywords of :func:`ddlsim.predict`) as one sweep row.
+
+    Never raises for a bad configuration: a :class:`DdlsimError` becomes ``status="error"``
+    with the message in ``error`` and empty results.
+    """
+    from ddlsim.api import predict
+
+    config = dict(config)
+    try:
+        p = predict(**config)
+    except DdlsimError as exc:
+        row = dict.fromkeys(COLUMNS)
+        for key, value in {**_defaults(), **config}.items():
+            column = _COLUMN_OF.get(key, key)
+            if column in row:
+                row[column] = value
+        row["status"], row["error"] = "error", " ".join(str(exc).split())
+        return row
+    i = p.inputs
+    row = {c: i.get(c) for c in INPUT_COLUMNS}
+    row.update(gpus=i["n_gpus"], fp16_allreduce=i["grad_dtype"] == "fp16")
+    row.update(
+        images_per_sec=p.images_per_sec,
+        iteration_time_s=p.iteration_time_s,
+        scaling_efficiency=p.scaling_efficiency,
+        single_gpu_images_per_sec=p.single_gpu_images_per_sec,
+        time_to_train_s=p.time_to_train_s,
+    )
+    row.update({k: float(p.breakdown[k]) for k in BREAKDOWN_COLUMNS})
+    row.update(status="ok", error="")
+    return row
+
+
+def _defaults() -> dict[str, Any]:
+    """Default keyword values of :func:`ddlsim.predict` and :func:`ddlsim.prepare`."""
+    from ddlsim.api import predict, prepare
+
+    return {
+        name: param.default
+        for fn in (prepare, predict)
+        for name, param in inspect.signature(fn).parameters.items()
+        if param.default is not inspect.Parameter.empty
+    }
+
+
+def expand_grid(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
+    """Every combination of ``grid``'s values (keys: :func:`ddlsim.predict` keywords)."""
+    if not grid:
+        raise ConfigError("empty sweep grid: give at least one parameter")
+    keys = list(grid)
+    valid = set(_defaults()) | {"model", "gpus"}
+    unknown = sorted(k for k in keys if k not in valid)
+    if unknown:
+        raise ConfigError(
+            f"unknown sweep parameter(s) {', '.join(unknown)}; valid: {', '.join(sorted(valid))}"
+        )
+    values = []
+    for key in keys:
+        raw = grid[key]
+        options = [raw] if isinstance(raw, (str, bytes)) else list(raw)
+        if not options:
+            raise ConfigError(f"sweep parameter {key!r} has no values")
+        values.append(options)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+
+
+def run_grid(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
+    """Evaluate every configuration of ``grid`` serially, in product order (one row each)."""
+    return [evaluate(config) for config in expand_grid(grid)]
+
+
+def rows_to_csv(rows: Iterable[Mapping[str, Any]]) -> str:
+    """The CSV text of ``rows`` (header :data:`COLUMNS`; None as an empty cell)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in COLUMNS})
+    return out.getvalue()
+
+
+def write_rows(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Write ``rows`` as CSV to ``path`` atomically (``-``: standard output)."""
+    atomic_write_text(path, rows_to_csv(rows))
+
+
+#: columns parsed as numbers when a sweep file is read back
+NUMERIC_COLUMNS = frozenset(
+    {"gpus", "gpus_per_node", "n_ps", "batch_per_gpu", "fusion_threshold_mb", "cycle_time_ms"}
+    | {"epochs", "dataset_images", *RESULT_COLUMNS}
+)
+
+
+def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Read a sweep CSV back: numeric columns as floats, empty cells as None.
+
+    Any columns are accepted (callers check the ones they need); an unreadable or empty file or
+    a non-numeric value in a numeric column raises :class:`ConfigError`.
+    """
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames
+            raw = list(reader)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ConfigError(f"cannot read sweep file {path}: {exc}") from None
+    if not header:
+        raise ConfigError(f"sweep file {path} is empty (no header line)")
+    rows = []
+    for line, record in enumerate(raw, start=2):
+        row: dict[str, Any] = {}
+        for key, text in record.items():
+            if key is None:
+                raise ConfigError(f"sweep file {path}, line {line}: more cells than columns")
+            text = (text or "").strip()
+            if not text:
+                row[key] = None
+            elif key in NUMERIC_COLUMNS:
+                try:
+                    row[key] = float(text)
+                except ValueError:
+                    raise ConfigError(
+                        f"sweep file {path}, line {line}: column {key} is not a number: {text!r}"
+                    ) from None
+            else:
+                row[key] = text
+        rows.append(row)
+    return rows

@@ -1,0 +1,32 @@
+"""``ddlsim plot``: figures of a sweep file (scaling curves, efficiency, time breakdown)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ddlsim.analysis.plot import KINDS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``plot`` sub-command."""
+    p = sub.add_parser(
+        "plot",
+        help="plot a sweep file: scaling, efficiency or breakdown",
+        description="Draw a figure from a sweep CSV (one row per configuration, as "
+        "ddlsim sweep writes it): throughput against GPUs with the ideal-linear line, scaling "
+        "efficiency, or stacked per-iteration time breakdowns. Failed rows are skipped.",
+    )
+    p.add_argument("sweep", metavar="SWEEP.csv", help="sweep file to read")
+    p.add_argument(
+        "-o", "--output", required=True, metavar="FIG", help="figure to write (.png or .svg)"
+    )
+    p.add_argument("--kind", default="scaling", choices=KINDS, help="default: scaling")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``ddlsim plot``."""
+    from ddlsim.analysis.plot import plot_sweep
+
+    plot_sweep(args.sweep, args.output, args.kind)
+    return 0

@@ -1,0 +1,68 @@
+"""``ddlsim timeline``: a Chrome-trace / Perfetto JSON of the simulated steady-state iteration.
+
+Open the file in https://ui.perfetto.dev or ``chrome://tracing``. Takes every ``ddlsim predict``
+configuration flag; see :mod:`ddlsim.analysis.timeline` for what the trace holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ddlsim.cli.predict import _int, add_config_arguments, predict_kwargs
+
+
+def _ranks(text: str) -> list[int]:
+    """``0,1,5`` or ``0-3,8`` as a list of ranks."""
+    ranks: list[int] = []
+    try:
+        for item in filter(None, (part.strip() for part in text.split(","))):
+            lo, sep, hi = item.partition("-")
+            ranks.extend(range(int(lo), int(hi) + 1) if sep else [int(lo)])
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected ranks like 0,1,5 or 0-3, got {text!r}"
+        ) from None
+    if not ranks:
+        raise argparse.ArgumentTypeError(f"expected at least one rank, got {text!r}")
+    return ranks
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``timeline`` sub-command."""
+    p = sub.add_parser(
+        "timeline",
+        help="write a Chrome/Perfetto trace of the simulated steady-state iteration",
+        description="Simulate one configuration and write the last measured iteration(s) as a "
+        "Chrome trace / Perfetto JSON: a track per worker stream (compute, communication "
+        "channels, Horovod coordinator, input), per-layer forward/backward, fused collectives "
+        "with their tensors and bytes, and the compute stream's waits.",
+    )
+    add_config_arguments(p)
+    p.add_argument(
+        "-o", "--output", required=True, metavar="FILE", help="trace file to write (- = stdout)"
+    )
+    p.add_argument(
+        "--iterations",
+        type=_int,
+        default=1,
+        metavar="K",
+        help="export the last K measured iterations (default: 1)",
+    )
+    p.add_argument(
+        "--workers",
+        type=_ranks,
+        default=None,
+        metavar="RANKS",
+        help="ranks to trace, e.g. 0,1,5 or 0-3 (default: all with --engine detailed, "
+        "the representative worker 0 with the fast engine)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``ddlsim timeline``."""
+    from ddlsim.analysis.timeline import build_trace, write_trace
+
+    trace = build_trace(predict_kwargs(args), iterations=args.iterations, workers=args.workers)
+    write_trace(trace, args.output)
+    return 0
