@@ -28,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every sub-command registered."""
-    from ddlsim.cli import plot, predict, timeline
+    from ddlsim.cli import plot, predict, sweep, timeline
 
     parser = _Parser(
         prog="ddlsim",
@@ -40,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
     predict.register(sub)
     timeline.register(sub)
     plot.register(sub)
+    sweep.register(sub)
     return parser
 
 

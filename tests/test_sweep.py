@@ -1,0 +1,103 @@
+"""ddlsim sweep: grid checks, Dask and serial runs give identical rows, CSV/Parquet output."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+
+from ddlsim.analysis.distributed import run_on_dask
+from ddlsim.analysis.grid import normalise_grid
+from ddlsim.analysis.sweep import COLUMNS, evaluate, expand_grid, read_rows
+from ddlsim.cli.main import main
+from ddlsim.errors import ConfigError, UnknownNameError
+
+GRID = {
+    "model": ["alexnet", "resnet50"],
+    "gpus": [1, 8, 12, 64],  # 12 GPUs at 8 per node: a row with status error
+    "inter_node": ["10gbe", "ib-edr"],
+}
+
+
+def test_dask_rows_are_identical_to_serial_predict_in_grid_order():
+    configs = expand_grid(normalise_grid(GRID))
+    serial = [evaluate(c) for c in configs]
+    seen = []
+    dask_rows = run_on_dask(configs, n_workers=2, chunk_size=3, progress=lambda *a: seen.append(a))
+    assert dask_rows == serial
+    assert seen[-1][:2] == (len(configs), len(configs))
+    assert [r["status"] for r in serial].count("error") == 4
+    import ddlsim
+
+    one = ddlsim.predict("resnet50", 64, inter_node="10gbe")
+    row = serial[configs.index({"model": "resnet50", "gpus": 64, "inter_node": "10gbe"})]
+    assert row["images_per_sec"] == one.images_per_sec
+
+
+@pytest.mark.parametrize(
+    "grid, error, text",
+    [
+        ({"model": ["resnet50", "resnet5O"]}, UnknownNameError, "unknown model 'resnet5O'"),
+        ({"gpu": ["p100", "tpu"]}, UnknownNameError, "unknown gpu 'tpu'"),
+        ({"inter_node": []}, ConfigError, "empty list"),
+        ({"gpus": [8, 0]}, ConfigError, "got 0"),
+        ({"gpus": ["eight"]}, ConfigError, "'eight'"),
+        ({"cycle_time_ms": [float("nan")]}, ConfigError, "nan"),
+        ({"colour": ["red"]}, UnknownNameError, "unknown sweep parameter 'colour'"),
+        ({}, ConfigError, "empty sweep grid"),
+    ],
+)
+def test_bad_grids_fail_before_running(grid, error, text):
+    with pytest.raises(error, match=text):
+        normalise_grid(grid)
+
+
+def test_cli_serial_csv_and_yaml_grid(tmp_path, capsys):
+    grid = tmp_path / "study.yaml"
+    grid.write_text("model: [alexnet, googlenet]\ngpus: [1, 16]\nbatch-per-gpu: 32\n")
+    out = tmp_path / "rows.csv"
+    assert main(["sweep", "--grid", str(grid), "--gpus", "8", "--serial", "-o", str(out)]) == 0
+    rows = read_rows(out)
+    assert [(r["model"], r["gpus"], r["batch_per_gpu"]) for r in rows] == [
+        ("alexnet", 8, 32),
+        ("googlenet", 8, 32),
+    ]
+    with open(out, newline="") as fh:
+        assert tuple(next(csv.reader(fh))) == COLUMNS
+    assert "2 configurations, 0 failed" in capsys.readouterr().err
+
+
+def test_cli_parquet_output(tmp_path):
+    pd = pytest.importorskip("pandas")
+    out = tmp_path / "rows.parquet"
+    args = ["sweep", "--model", "resnet50", "--gpus", "1", "8", "--serial", "--quiet"]
+    assert main([*args, "-o", str(out)]) == 0
+    frame = pd.read_parquet(out)
+    assert list(frame.columns) == list(COLUMNS)
+    assert frame["gpus"].tolist() == [1, 8]
+
+
+@pytest.mark.parametrize(
+    "args, text",
+    [
+        (["--model", "resnet50", "nosuchnet"], "unknown model 'nosuchnet'"),
+        (["--gpus", "8", "-3"], "got -3"),
+        (["--grid", "/nonexistent/grid.yaml"], "grid file not found"),
+        (["--model", "alexnet", "-o", "rows.txt"], "must end in .csv or .parquet"),
+    ],
+)
+def test_cli_bad_input_is_one_line_and_exit_2(args, text, capsys, tmp_path):
+    argv = ["sweep", "--serial", *args]
+    if "-o" not in args:
+        argv += ["-o", str(tmp_path / "rows.csv")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and text in err
+    assert not list(tmp_path.iterdir())
+
+
+def test_invalid_yaml_names_the_line(tmp_path, capsys):
+    grid = tmp_path / "bad.yaml"
+    grid.write_text("model: [alexnet\ngpus: 8\n")
+    assert main(["sweep", "--grid", str(grid), "-o", str(tmp_path / "r.csv")]) == 2
+    assert "line" in capsys.readouterr().err
