@@ -1,0 +1,11 @@
+"""Validation of ddlsim against measured runs (``ddlsim validate``).
+
+- :mod:`~ddlsim.validate.runs`: the measured-runs CSV schema (``traces/measured/README.md``):
+  reading with line-numbered errors, writing atomically;
+- :mod:`~ddlsim.validate.baseline`: which single-GPU row anchors a multi-GPU row;
+- :mod:`~ddlsim.validate.mapping`: a row and its baseline -> ``ddlsim.predict`` keyword
+  arguments, or the reason the row cannot be predicted;
+- :mod:`~ddlsim.validate.core`: predict every row, never stopping at one that fails;
+- :mod:`~ddlsim.validate.stats` and :mod:`~ddlsim.validate.report`: error statistics, tables;
+- :mod:`~ddlsim.validate.plot`: predicted-vs-measured and scaling-curve figure (matplotlib).
+"""

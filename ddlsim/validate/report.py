@@ -1,0 +1,114 @@
+"""Text report of ``ddlsim validate``: per-row table, error summary, skipped rows with reasons."""
+
+from __future__ import annotations
+
+import textwrap
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+from ddlsim.validate.core import PREDICTED, RowResult, network_label
+from ddlsim.validate.mapping import METRIC_IPS
+from ddlsim.validate.stats import worst_rows
+
+_GROUP_TITLES = {
+    "by_source": "by source",
+    "by_comm": "by comm method",
+    "by_gpu": "by GPU",
+    "by_network": "by network",
+    "by_metric": "by validated metric",
+}
+
+
+def _pct(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value * 100:+.1f}%" if signed else f"{value * 100:.1f}%"
+
+
+def _value(row: RowResult, value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.1f}" if row.metric == METRIC_IPS else f"eff {value:.3f}"
+
+
+def format_rows(results: Sequence[RowResult]) -> list[str]:
+    """One line per predicted row: measured, predicted, error and baseline."""
+    lines = [
+        f"{'run_id':<25}{'model':<14}{'comm':<23}{'gpus':>5}  {'network':<12}"
+        f"{'measured':>11}{'predicted':>11}{'error':>9}  baseline"
+    ]
+    for row in results:
+        if row.status != PREDICTED:
+            continue
+        run = row.run
+        lines.append(
+            f"{run.run_id:<25}{run.model:<14}{run.comm:<23}{run.gpus:>5}  "
+            f"{network_label(run):<12}{_value(row, row.measured):>11}"
+            f"{_value(row, row.predicted):>11}{_pct(row.rel_error, True):>9}  "
+            f"{row.baseline.run_id if row.baseline else '-'}"
+        )
+    return lines
+
+
+def _stats_line(label: str, stats: dict[str, Any], indent: int) -> str:
+    worst = f"{_pct(stats['worst_rel_error'], True)} {stats['worst_run_id']}" if stats["n"] else "-"
+    return (
+        f"{' ' * indent}{label:<{28 - indent}}{stats['n']:>5}{_pct(stats['mape']):>8}"
+        f"{_pct(stats['median_ape']):>8}{_pct(stats['p90_ape']):>8}"
+        f"{_pct(stats['mean_rel_error'], True):>9}  {worst}"
+    )
+
+
+def format_summary(summary: dict[str, Any]) -> list[str]:
+    """The error table: overall, then each grouping."""
+    lines = [
+        f"{'group':<28}{'n':>5}{'MAPE':>8}{'median':>8}{'p90':>8}{'bias':>9}  worst",
+        _stats_line("all predicted rows", summary["overall"], 0),
+    ]
+    for key, title in _GROUP_TITLES.items():
+        lines.append(title)
+        lines.extend(_stats_line(name, st, 2) for name, st in summary[key].items())
+    return lines
+
+
+def format_skipped(results: Sequence[RowResult]) -> list[str]:
+    """Skipped rows grouped by reason, every run id listed."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for row in results:
+        if row.status != PREDICTED:
+            groups[(row.code, row.reason or "")].append(row.run.run_id)
+    lines = []
+    for (code, reason), ids in groups.items():
+        lines.append(f"  [{code}] {reason} ({len(ids)}):")
+        lines.extend(
+            textwrap.wrap(" ".join(ids), 96, initial_indent="    ", subsequent_indent="    ")
+        )
+    return lines
+
+
+def format_report(
+    path: str, results: Sequence[RowResult], summary: dict[str, Any], n_worst: int = 10
+) -> str:
+    """The whole text report."""
+    n_pred = summary["n_predicted"]
+    out = [
+        f"ddlsim validate: {path}",
+        f"{summary['n_rows']} rows: {n_pred} predicted, {summary['n_skipped']} skipped; "
+        "compute anchored to each row's single-GPU baseline",
+        "error = predicted / measured - 1 (images/s; 'eff' rows: scaling efficiency)",
+        "",
+    ]
+    if n_pred:
+        out += [*format_rows(results), "", "summary (absolute errors; bias = mean signed error)"]
+        out += format_summary(summary)
+        out += ["", f"worst {min(n_worst, n_pred)} rows"]
+        for row in worst_rows(results, n_worst):
+            notes = f"  [{'; '.join(row.notes)}]" if row.notes else ""
+            out.append(
+                f"  {row.run.run_id:<25}{_pct(row.rel_error, True):>9}  {row.run.model} "
+                f"{row.run.gpu} x{row.run.gpus} {row.run.comm} {network_label(row.run)}{notes}"
+            )
+    if summary["n_skipped"]:
+        out += ["", f"skipped rows ({summary['n_skipped']})", *format_skipped(results)]
+    return "\n".join(out) + "\n"

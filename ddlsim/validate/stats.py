@@ -1,0 +1,78 @@
+"""Error statistics of a validation: overall and by source, method, GPU and network.
+
+Every figure is a fraction (0.05 = 5%): ``mape`` (mean absolute relative error), ``median_ape``,
+``p90_ape`` (90th percentile of the absolute error, linear interpolation), ``mean_rel_error``
+(signed: positive = ddlsim over-predicts), and the worst row with its signed error. Rows whose
+metric is the scaling efficiency count with the error of the efficiency; with the compute
+anchored to the baseline the two errors are the same quantity (predicted / measured speed-up).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ddlsim.validate.core import PREDICTED, RowResult, network_label
+
+#: summary groupings: JSON key -> row attribute
+GROUPS: dict[str, Callable[[RowResult], str]] = {
+    "by_source": lambda r: r.run.source_id or "(none)",
+    "by_comm": lambda r: r.run.comm,
+    "by_gpu": lambda r: r.run.gpu,
+    "by_network": lambda r: network_label(r.run),
+    "by_metric": lambda r: r.metric or "",
+}
+
+
+def error_stats(results: Sequence[RowResult]) -> dict[str, Any]:
+    """Statistics of the predicted rows among ``results`` (``n`` = 0: figures are None)."""
+    rows = [r for r in results if r.status == PREDICTED and r.rel_error is not None]
+    if not rows:
+        return {
+            "n": 0,
+            "mape": None,
+            "median_ape": None,
+            "p90_ape": None,
+            "mean_rel_error": None,
+            "worst_run_id": None,
+            "worst_rel_error": None,
+        }
+    errors = np.array([r.rel_error for r in rows], dtype=float)
+    ape = np.abs(errors)
+    worst = int(np.argmax(ape))
+    return {
+        "n": len(rows),
+        "mape": float(ape.mean()),
+        "median_ape": float(np.median(ape)),
+        "p90_ape": float(np.percentile(ape, 90)),
+        "mean_rel_error": float(errors.mean()),
+        "worst_run_id": rows[worst].run.run_id,
+        "worst_rel_error": float(errors[worst]),
+    }
+
+
+def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
+    """The ``summary`` object of ``ddlsim validate --json``."""
+    predicted = [r for r in results if r.status == PREDICTED]
+    summary: dict[str, Any] = {
+        "n_rows": len(results),
+        "n_predicted": len(predicted),
+        "n_skipped": len(results) - len(predicted),
+        "skipped_by_code": dict(Counter(r.code for r in results if r.status != PREDICTED)),
+        "overall": error_stats(predicted),
+    }
+    for key, label in GROUPS.items():
+        groups: dict[str, list[RowResult]] = defaultdict(list)
+        for row in predicted:
+            groups[label(row)].append(row)
+        summary[key] = {name: error_stats(groups[name]) for name in sorted(groups)}
+    return summary
+
+
+def worst_rows(results: Sequence[RowResult], n: int = 10) -> list[RowResult]:
+    """The ``n`` predicted rows with the largest absolute error, largest first."""
+    rows = [r for r in results if r.status == PREDICTED and r.rel_error is not None]
+    return sorted(rows, key=lambda r: abs(r.rel_error or 0.0), reverse=True)[:n]
