@@ -17,10 +17,10 @@ def test_there_are_notebooks():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_executes_without_error(path, tmp_path):
+def test_notebook_executes_without_error(path):
     nb = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )
     client.execute()
     errors = [
