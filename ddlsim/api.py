@@ -194,7 +194,9 @@ def predict(
     if setup.cluster.n_gpus == 1 and not stragglers and not jitter_sigma:
         single = sim  # the run is its own 1-GPU baseline: efficiency exactly 1
     else:
-        single = _single_gpu(workload, strategy, batch / HOST_INPUT_IMAGES_PER_S_PER_NODE)
+        single = _single_gpu(
+            workload, strategy, setup.cluster, batch / HOST_INPUT_IMAGES_PER_S_PER_NODE
+        )
     ips = gpus * batch / sim.iteration_time_s
     single_ips = batch / single.iteration_time_s
     inputs = _inputs(workload.model.name, setup.cluster, strategy, workload, engine, setup.comm)
@@ -220,7 +222,9 @@ def _workload(spec, cluster: Cluster, strategy: Strategy, calibration, single_ip
                 f"{prof.precision}, but batch {strategy.batch_per_gpu} {strategy.precision} "
                 "was asked for"
             )
-        if prof.device != cluster.device.id:
+        # a file profiled on an uncatalogued device (``cpu``, an unknown GPU) is used as given;
+        # one for another catalog GPU is a mistake
+        if prof.device != cluster.device.id and prof.device in catalog.device_names():
             raise ConfigError(
                 f"calibration {calibration} is for GPU {prof.device!r}, but --gpu is "
                 f"{cluster.device.id!r}"
@@ -246,8 +250,10 @@ def _with_provenance(prof, single_ips: float):
     return replace(prof, provenance=provenance)
 
 
-def _single_gpu(workload: Workload, strategy: Strategy, input_s: float) -> SimResult:
-    one = catalog.build_cluster(workload.profile.device, 1)
+def _single_gpu(
+    workload: Workload, strategy: Strategy, cluster: Cluster, input_s: float
+) -> SimResult:
+    one = catalog.build_cluster(cluster.device.id, 1)
     dag = build_dag(workload, strategy, input_time_s=input_s)
     comm_model = make_comm_model("horovod-nccl", one)
     return simulate(dag, one, comm_model, options=SimOptions(measured_iterations=2))

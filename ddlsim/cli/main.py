@@ -28,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every sub-command registered."""
-    from ddlsim.cli import plot, predict, sweep, timeline, traces, validate
+    from ddlsim.cli import calibrate, plot, predict, sweep, timeline, traces, validate
 
     parser = _Parser(
         prog="ddlsim",
@@ -38,6 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     predict.register(sub)
+    calibrate.register(sub)
     validate.register(sub)
     traces.register(sub)
     timeline.register(sub)

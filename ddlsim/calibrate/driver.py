@@ -1,0 +1,224 @@
+"""``ddlsim calibrate`` end to end: validate, pick the device, check the output, profile, write.
+
+Order matters for the error policy (one line, exit 2, nothing written): everything that can be
+checked without TensorFlow is checked first (names, batches, flags); then TensorFlow is imported
+(a missing install says what to install) and the target device resolved (a GPU that is not there
+names what TensorFlow does see); then the output directory and every destination file are checked
+(writable; an existing file must be a schema-1 calibration) before the first, long, profiling
+pass. Each file is written atomically when its pass ends, so Ctrl-C leaves only whole files.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from itertools import product
+from pathlib import Path
+from typing import TextIO
+
+from ddlsim.calibrate import output
+from ddlsim.calibrate.defaults import (
+    DEFAULT_CPU_BATCHES,
+    DEFAULT_GPU_BATCHES,
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP_STEPS,
+)
+from ddlsim.calibrate.devices import Target, parse_device_flag
+from ddlsim.calibrate.progress import Progress, SummaryRow, format_table
+from ddlsim.calibrate.run import profile_pass
+from ddlsim.calibrate.transfer import anchor_throughput, transfer_device
+from ddlsim.cluster import catalog
+from ddlsim.errors import ConfigError
+from ddlsim.strategy import PRECISIONS
+from ddlsim.workload import profile as profile_io
+from ddlsim.workload.profile import ModelProfile
+from ddlsim.workload.store import calibration_path
+from ddlsim.workload.zoo import MODEL_NAMES, get_model
+
+MAX_BATCH = 4096
+MAX_STEPS = 1000
+
+
+@dataclass(frozen=True)
+class Request:
+    """What ``ddlsim calibrate`` was asked to do (flags, resolved to values)."""
+
+    output: Path
+    gpu: str | None = None
+    device: str | None = None
+    catalog_id: str | None = None
+    models: tuple[str, ...] = ()
+    batches: tuple[int, ...] = ()
+    precisions: tuple[str, ...] = ()
+    steps: int = DEFAULT_STEPS
+    warmup_steps: int = DEFAULT_WARMUP_STEPS
+    anchor_images_per_sec: float | None = None
+    from_log: Path | None = None
+    transfer_to: tuple[str, ...] = ()
+    calibration: Path | None = None
+
+
+def validate(req: Request) -> None:
+    """Every check that needs no TensorFlow; ConfigError / UnknownNameError name the value."""
+    for name in req.models:
+        get_model(name)
+    for b in req.batches:
+        if not 1 <= b <= MAX_BATCH:
+            raise ConfigError(f"--batch must be in 1..{MAX_BATCH}, got {b}")
+    for p in req.precisions:
+        if p not in PRECISIONS:
+            raise ConfigError(f"unknown precision {p!r}; valid: {', '.join(PRECISIONS)}")
+    if not 1 <= req.steps <= MAX_STEPS or not 1 <= req.warmup_steps <= MAX_STEPS:
+        raise ConfigError(f"--steps and --warmup-steps must be in 1..{MAX_STEPS}")
+    for gpu in (*req.transfer_to, *filter(None, [req.gpu, req.catalog_id])):
+        catalog.device(gpu)
+    if req.gpu is not None and req.device is not None:
+        raise ConfigError("give either --gpu NAME or --device cpu|gpu:N, not both")
+    if req.device is not None:
+        parse_device_flag(req.device)
+    if req.anchor_images_per_sec is not None and req.from_log is not None:
+        raise ConfigError("give either --anchor-throughput or --from-log, not both")
+    if req.calibration is not None:
+        if req.gpu or req.device or req.models or req.batches or req.precisions:
+            raise ConfigError(
+                "--calibration FILE starts from that file: no --gpu, --device, --model, "
+                "--batch or --precision with it"
+            )
+        if not (req.transfer_to or req.anchor_images_per_sec or req.from_log):
+            raise ConfigError(
+                "--calibration FILE needs --anchor-throughput, --from-log or --transfer-to"
+            )
+    elif req.gpu is None and req.device is None:
+        raise ConfigError("say what to profile: --gpu NAME (e.g. p100) or --device cpu|gpu:N")
+    anchored = req.anchor_images_per_sec is not None or req.from_log is not None
+    if req.anchor_images_per_sec is not None and not 0 < req.anchor_images_per_sec < 1e7:
+        raise ConfigError(
+            f"--anchor-throughput must be in (0, 1e7) images/s, got {req.anchor_images_per_sec}"
+        )
+    if "amp" in req.precisions:
+        for gpu in req.transfer_to:
+            if catalog.device(gpu).peak_fp16_flops is None:
+                raise ConfigError(f"--transfer-to {gpu}: no fast fp16 path for amp")
+    one = len(req.models) == 1 and len(req.batches) == 1 and len(req.precisions) <= 1
+    if anchored and req.calibration is None and not one:
+        raise ConfigError(
+            "a throughput anchors one configuration: give exactly one --model and one "
+            "--batch (and at most one --precision)"
+        )
+
+
+def _target(req: Request) -> Target:
+    from ddlsim.calibrate import tf_env
+    from ddlsim.calibrate.devices import resolve_target
+
+    tf = tf_env.import_tensorflow()
+    devices = tf_env.list_devices(tf)
+    cuda = bool(tf_env.build_info(tf)["cuda_build"])
+    return resolve_target(
+        devices, gpu=req.gpu, device=req.device, catalog_id=req.catalog_id, cuda_build=cuda
+    )
+
+
+def _check_precision(target: Target, precision: str) -> None:
+    if precision != "amp":
+        return
+    if target.device.kind == "cpu":
+        raise ConfigError("--precision amp profiles a GPU's fp16 path; on the CPU use fp32")
+    try:
+        spec = catalog.device(target.catalog_id)
+    except ConfigError:
+        return
+    if spec.peak_fp16_flops is None:
+        raise ConfigError(f"GPU {spec.id!r} has no fast fp16 path; use --precision fp32")
+
+
+Anchor = tuple[float, str]  # images/s and where the figure comes from
+
+
+def _anchor_figure(req: Request, model: str, batch: int) -> Anchor | None:
+    """The throughput to anchor to, read (and checked against the job) before any profiling."""
+    if req.anchor_images_per_sec is not None:
+        return req.anchor_images_per_sec, "--anchor-throughput"
+    if req.from_log is not None:
+        from ddlsim.calibrate.logs import check_log, read_log
+
+        log = read_log(req.from_log)
+        check_log(log, model, batch)
+        return log.images_per_sec, log.source
+    return None
+
+
+def _derive(req: Request, profile: ModelProfile, anchor: Anchor | None) -> list[ModelProfile]:
+    """The profiles to write from one source: itself (anchored) and its transfers."""
+    base = anchor_throughput(profile, *anchor) if anchor else profile
+    return [base, *(transfer_device(base, gpu) for gpu in req.transfer_to)]
+
+
+def _check_outputs(req: Request, paths: list[Path]) -> None:
+    output.check_writable(req.output)
+    for path in paths:
+        output.check_destination(path)
+
+
+def _from_file(req: Request, path: Path, out: TextIO) -> list[SummaryRow]:
+    """Anchor and / or transfer an existing calibration file; no profiling, no TensorFlow."""
+    source = profile_io.load(path)
+    anchor = _anchor_figure(req, source.model, source.batch_per_gpu)
+    derived = _derive(req, source, anchor)
+    if anchor is None:
+        derived = derived[1:]  # the source itself is not rewritten
+    _check_outputs(
+        req,
+        [
+            calibration_path(req.output, p.model, p.device, p.batch_per_gpu, p.precision)
+            for p in derived
+        ],
+    )
+    rows = [output.save(p, req.output) for p in derived]
+    out.write(format_table(rows))
+    return rows
+
+
+def execute(req: Request, out: TextIO | None = None, err: TextIO | None = None) -> list[SummaryRow]:
+    """Run ``req``: profile (or load), anchor, transfer, write; print the summary table."""
+    out = out if out is not None else sys.stdout
+    err = err if err is not None else sys.stderr
+    validate(req)
+    if req.calibration is not None:
+        return _from_file(req, req.calibration, out)
+    anchored = req.anchor_images_per_sec is not None or req.from_log is not None
+    anchor = _anchor_figure(req, req.models[0], req.batches[0]) if anchored else None
+    target = _target(req)
+    precisions = req.precisions or ("fp32",)
+    for p in precisions:
+        _check_precision(target, p)
+    gpu = target.device.kind == "gpu"
+    batches = req.batches or (DEFAULT_GPU_BATCHES if gpu else DEFAULT_CPU_BATCHES)
+    jobs = list(product(req.models or MODEL_NAMES, batches, precisions))
+    ids = [target.catalog_id, *(catalog.device(g).id for g in req.transfer_to)]
+    _check_outputs(req, [calibration_path(req.output, m, i, b, p) for m, b, p in jobs for i in ids])
+    rate = 5e12 if gpu else 5e10  # rough FLOP/s, only to weigh the progress bar
+    weights = [
+        6 * (req.steps * 2 + req.warmup_steps) * get_model(m).fwd_flops(b) / rate
+        + 0.03 * len(get_model(m).layers)
+        for m, b, _ in jobs
+    ]
+    progress = Progress(weights, err)
+    rows: list[SummaryRow] = []
+    try:
+        for model, batch, precision in jobs:
+            progress.show(f"{model} b{batch} {precision}")
+            result = profile_pass(
+                model, batch, precision, target, steps=req.steps, warmup_steps=req.warmup_steps
+            )
+            for warning in result.warnings:
+                progress.note(f"ddlsim: warning: {warning}")
+            for p in _derive(req, result.profile, anchor):
+                row = output.save(p, req.output)
+                measured = p is result.profile
+                rows.append(replace(row, pass_time_s=result.pass_time_s) if measured else row)
+            progress.advance()
+    finally:
+        progress.close()
+    out.write(format_table(rows))
+    return rows

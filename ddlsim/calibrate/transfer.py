@@ -1,0 +1,102 @@
+"""Deriving calibrations from a measured one: anchoring to a throughput, moving to another GPU.
+
+* :func:`anchor_throughput` rescales every time of a profile by one factor so that one step
+  takes ``batch / images_per_sec`` (a measured single-GPU throughput, e.g. from a
+  tf_cnn_benchmarks log): the per-layer split stays the profiled one.
+* :func:`transfer_device` re-times a profile measured on one catalog GPU for another by per-layer
+  roofline ratios (:func:`ddlsim.workload.roofline.layer_time_s`; the unattributed time by the
+  optimizer's ratio), keeping the measured step's ratio to its attributed time.
+
+Both record what they did in the provenance (``throughput-anchored``,
+``roofline-device-transfer``) with the source profile's provenance under ``base``; neither is
+ever presented as measured.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Any
+
+from ddlsim.cluster import catalog
+from ddlsim.errors import CalibrationError, ConfigError, UnknownNameError
+from ddlsim.workload.profile import ModelProfile
+from ddlsim.workload.roofline import layer_time_s, optimizer_time_s
+from ddlsim.workload.zoo import get_model
+
+MAX_IMAGES_PER_SEC = 1e7
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def _source(profile: ModelProfile) -> dict[str, Any]:
+    return {"file": profile.path, "step_time_s": profile.step_time_s, **profile.provenance}
+
+
+def anchor_throughput(profile: ModelProfile, images_per_sec: float, source: str) -> ModelProfile:
+    """``profile`` rescaled so that one GPU runs ``images_per_sec``; ``source`` says where that
+    figure comes from (``--anchor-throughput`` or a log file and line)."""
+    if not 0 < images_per_sec < MAX_IMAGES_PER_SEC:
+        raise ConfigError(
+            f"anchor throughput must be in (0, {MAX_IMAGES_PER_SEC:g}) images/s, "
+            f"got {images_per_sec}"
+        )
+    factor = (profile.batch_per_gpu / images_per_sec) / profile.step_time_s
+    provenance = {
+        "method": "throughput-anchored",
+        "created": _now(),
+        "images_per_sec": images_per_sec,
+        "anchor_source": source,
+        "scale_factor": factor,
+        "base": _source(profile),
+    }
+    return replace(profile.scaled(factor), provenance=provenance, path=None)
+
+
+def transfer_device(profile: ModelProfile, gpu: str) -> ModelProfile:
+    """``profile`` (measured on a catalog GPU) re-timed for catalog GPU ``gpu``."""
+    try:
+        src = catalog.device(profile.device)
+    except UnknownNameError:
+        raise CalibrationError(
+            f"cannot transfer {profile.describe()}: its device {profile.device!r} is not a "
+            "catalog GPU, and roofline ratios need the peaks of both devices"
+        ) from None
+    dst = catalog.device(gpu)
+    spec = get_model(profile.model)
+    if [la.name for la in spec.layers] != [t.name for t in profile.layers]:
+        raise CalibrationError(f"{profile.describe()}: its layers are not the zoo's")
+    batch, precision = profile.batch_per_gpu, profile.precision
+    layers = []
+    for layer, timing in zip(spec.layers, profile.layers, strict=True):
+        f_src, b_src = layer_time_s(layer, src, batch, precision)
+        f_dst, b_dst = layer_time_s(layer, dst, batch, precision)
+        layers.append(
+            replace(
+                timing,
+                fwd_time_s=timing.fwd_time_s * f_dst / f_src,
+                bwd_time_s=timing.bwd_time_s * b_dst / b_src,
+            )
+        )
+    unattributed = (
+        profile.unattributed_time_s * optimizer_time_s(spec, dst) / optimizer_time_s(spec, src)
+    )
+    moved = replace(profile, layers=tuple(layers), unattributed_time_s=unattributed)
+    ratio = profile.step_time_s / (profile.sum_layers_s + profile.unattributed_time_s)
+    provenance = {
+        "method": "roofline-device-transfer",
+        "created": _now(),
+        "from_device": src.id,
+        "to_device": dst.id,
+        "base": _source(profile),
+    }
+    return replace(
+        moved,
+        device=dst.id,
+        step_time_s=ratio * (moved.sum_layers_s + moved.unattributed_time_s),
+        provenance=provenance,
+        device_info={"name": dst.name, "transferred_from": src.id},
+        path=None,
+    )

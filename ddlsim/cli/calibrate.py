@@ -1,0 +1,149 @@
+"""``ddlsim calibrate``: a TensorFlow profiling pass that writes calibration files.
+
+Profiles zoo models on the local GPU (``--gpu NAME``: it must be that catalog GPU) or device
+(``--device cpu|gpu:N``) with the TensorFlow profiler and writes one calibration file per
+(model, batch, precision) into the user calibration directory, which ``ddlsim predict`` searches
+before the shipped files. TensorFlow (``pip install 'ddlsim[calibrate]'``) is imported only when
+this command runs. See :mod:`ddlsim.calibrate`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ddlsim.calibrate.defaults import (
+    DEFAULT_CPU_BATCHES,
+    DEFAULT_GPU_BATCHES,
+    DEFAULT_STEPS,
+    DEFAULT_WARMUP_STEPS,
+)
+from ddlsim.cli.predict import _int, _number
+
+_EPILOG = """\
+examples:
+  ddlsim calibrate --gpu p100                    every zoo model, batches 32 64 128, fp32
+  ddlsim calibrate --device cpu --model resnet50 --batch 16
+  ddlsim calibrate --gpu v100 --model resnet50 --batch 64 --from-log tf_cnn_benchmarks.log
+  ddlsim calibrate --calibration FILE --transfer-to v100 --transfer-to a100
+
+A CPU profile is recorded under the id 'cpu', an uncatalogued GPU under a slug of its name;
+'ddlsim predict --gpu' knows neither. --catalog-id GPU records the files under a catalog GPU
+instead (the real device stays in the file), for 'ddlsim predict --gpu GPU'. A throughput
+anchor applies to the profiled calibration, before any --transfer-to.
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``calibrate`` sub-command."""
+    p = sub.add_parser(
+        "calibrate",
+        help="profile zoo models with TensorFlow and write calibration files",
+        description="Profile zoo models with the TensorFlow profiler on a local GPU or the CPU "
+        "and write per-layer calibration files that 'ddlsim predict' uses.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--gpu", help="catalog GPU to profile (e.g. p100, k80, v100); must be present")
+    p.add_argument("--device", help="TensorFlow device to profile: cpu or gpu:N")
+    p.add_argument(
+        "--model",
+        action="append",
+        default=[],
+        help="zoo model, repeatable (default: all 12)",
+    )
+    p.add_argument(
+        "--batch",
+        action="append",
+        type=_int,
+        default=[],
+        help="batch per device, repeatable (default: "
+        f"{' '.join(map(str, DEFAULT_GPU_BATCHES))} on a GPU, "
+        f"{' '.join(map(str, DEFAULT_CPU_BATCHES))} on the CPU)",
+    )
+    p.add_argument(
+        "--precision",
+        action="append",
+        default=[],
+        help="fp32 or amp, repeatable (default: fp32; amp needs a GPU with fast fp16)",
+    )
+    p.add_argument(
+        "--steps",
+        type=_int,
+        default=DEFAULT_STEPS,
+        help=f"traced steps per pass (default: {DEFAULT_STEPS}; as many untraced ones are timed)",
+    )
+    p.add_argument(
+        "--warmup-steps",
+        type=_int,
+        default=DEFAULT_WARMUP_STEPS,
+        help=f"untimed steps first (default: {DEFAULT_WARMUP_STEPS})",
+    )
+    p.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where to write (default: the user calibration directory predict searches "
+        "first: $DDLSIM_CALIBRATION_DIR, else ~/.local/share/ddlsim/calibration)",
+    )
+    p.add_argument(
+        "--catalog-id",
+        default=None,
+        metavar="GPU",
+        help="record the files under this catalog GPU instead of the device's own id "
+        "(the real device stays in the file)",
+    )
+    p.add_argument(
+        "--anchor-throughput",
+        type=_number,
+        default=None,
+        metavar="IMG_PER_S",
+        help="rescale the profile to this measured single-device throughput",
+    )
+    p.add_argument(
+        "--from-log",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="anchor to the throughput in a 1-GPU tf_cnn_benchmarks or Horovod benchmark log",
+    )
+    p.add_argument(
+        "--transfer-to",
+        action="append",
+        default=[],
+        metavar="GPU",
+        help="also derive a calibration for this catalog GPU by roofline ratios, repeatable",
+    )
+    p.add_argument(
+        "--calibration",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="start from this calibration file instead of profiling (anchor / transfer it)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``ddlsim calibrate``."""
+    from ddlsim.calibrate.driver import Request, execute
+    from ddlsim.workload.store import user_dir
+
+    request = Request(
+        output=args.output if args.output is not None else user_dir(),
+        gpu=args.gpu,
+        device=args.device,
+        catalog_id=args.catalog_id,
+        models=tuple(args.model),
+        batches=tuple(args.batch),
+        precisions=tuple(args.precision),
+        steps=args.steps,
+        warmup_steps=args.warmup_steps,
+        anchor_images_per_sec=args.anchor_throughput,
+        from_log=args.from_log,
+        transfer_to=tuple(args.transfer_to),
+        calibration=args.calibration,
+    )
+    execute(request)
+    return 0
