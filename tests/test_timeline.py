@@ -187,7 +187,7 @@ def test_failed_rename_leaves_no_partial_file(
     def disk_full(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("ddlsim.analysis.atomic.os.replace", disk_full)
+    monkeypatch.setattr("ddlsim.atomic.os.replace", disk_full)
     code, _, err = run_cli(capsys, ["timeline", "--gpus", "2", "-o", str(tmp_path / "t.json")])
     assert code == EXIT_USAGE and err.count("\n") == 1 and "No space left" in err
     assert list(tmp_path.iterdir()) == []

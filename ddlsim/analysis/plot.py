@@ -17,8 +17,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ddlsim.analysis.atomic import atomic_write
 from ddlsim.analysis.sweep import INPUT_COLUMNS, read_rows
+from ddlsim.atomic import atomic_write
 from ddlsim.errors import ConfigError
 
 KINDS = ("scaling", "efficiency", "breakdown")

@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ddlsim.analysis.atomic import atomic_write_text
+from ddlsim.atomic import atomic_write_text
 from ddlsim.errors import ConfigError, DdlsimError
 
 #: resolved inputs, flattened, in column order

@@ -25,7 +25,6 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ddlsim.analysis.atomic import atomic_write_text
 from ddlsim.analysis.trace_events import (
     TID_COMPUTE,
     WAIT_NAMES,
@@ -34,6 +33,7 @@ from ddlsim.analysis.trace_events import (
     classify_waits,
     us,
 )
+from ddlsim.atomic import atomic_write_text
 from ddlsim.engine.breakdown import window_breakdown
 from ddlsim.engine.core import Span
 from ddlsim.engine.simulate import SimOptions, SimResult

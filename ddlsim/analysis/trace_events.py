@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ddlsim.dag import COMM_KINDS
+from ddlsim.engine.breakdown import union_intervals
 from ddlsim.engine.core import Span
 from ddlsim.units import BYTES_PER_ELEMENT, US_PER_S
 
@@ -168,15 +169,7 @@ def _meta(name: str, pid: int, tid: int | None, args: dict[str, Any]) -> dict[st
 
 
 def _union(intervals: Iterable[Interval], lo: float, hi: float) -> list[Interval]:
-    merged: list[Interval] = []
-    for a, b in sorted((max(a, lo), min(b, hi)) for a, b in intervals):
-        if b <= a:
-            continue
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged
+    return union_intervals((max(a, lo), min(b, hi)) for a, b in intervals)
 
 
 def _subtract(x: list[Interval], y: list[Interval]) -> list[Interval]:

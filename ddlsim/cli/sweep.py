@@ -82,7 +82,7 @@ def write_table(rows: list[dict[str, Any]], path: str) -> None:
         raise ConfigError(
             "Parquet output needs pandas and pyarrow: pip install 'ddlsim[sweep]'"
         ) from None
-    from ddlsim.analysis.atomic import atomic_write
+    from ddlsim.atomic import atomic_write
 
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     try:

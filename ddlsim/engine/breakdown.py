@@ -41,7 +41,8 @@ class Breakdown:
         return asdict(self)
 
 
-def _union(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+def union_intervals(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """Sorted, disjoint union of ``(start, end)`` intervals (empty ones dropped)."""
     merged: list[tuple[float, float]] = []
     for a, b in sorted(intervals):
         if b <= a:
@@ -77,14 +78,20 @@ def _intersect(x: list[tuple[float, float]], y: list[tuple[float, float]]) -> fl
 def window_breakdown(spans: Iterable[Span], lo: float, hi: float) -> Breakdown:
     """Breakdown of the window ``[lo, hi]`` of one worker's spans."""
     spans = list(spans)
-    compute = _clip(_union((s.start_s, s.end_s) for s in spans if s.stream == "compute"), lo, hi)
-    comm = _clip(_union((s.start_s, s.end_s) for s in spans if s.stream.startswith("comm")), lo, hi)
-    inputs = _clip(_union((s.start_s, s.end_s) for s in spans if s.stream == "input"), lo, hi)
+    compute = _clip(
+        union_intervals((s.start_s, s.end_s) for s in spans if s.stream == "compute"), lo, hi
+    )
+    comm = _clip(
+        union_intervals((s.start_s, s.end_s) for s in spans if s.stream.startswith("comm")), lo, hi
+    )
+    inputs = _clip(
+        union_intervals((s.start_s, s.end_s) for s in spans if s.stream == "input"), lo, hi
+    )
     compute_s = _length(compute)
     hidden_s = _intersect(compute, comm)
     exposed_s = _length(comm) - hidden_s
-    busy = _union(compute + comm)
-    stall_s = _length(inputs) - _intersect(_union(inputs), busy)
+    busy = union_intervals(compute + comm)
+    stall_s = _length(inputs) - _intersect(union_intervals(inputs), busy)
     coordination_s = max(0.0, (hi - lo) - compute_s - exposed_s - stall_s)
     return Breakdown(compute_s, hidden_s, exposed_s, stall_s, coordination_s)
 
