@@ -21,7 +21,7 @@ from typing import Any
 from ddlsim.cluster import catalog
 from ddlsim.errors import CalibrationError, ConfigError, UnknownNameError
 from ddlsim.workload.profile import ModelProfile
-from ddlsim.workload.roofline import layer_time_s, optimizer_time_s
+from ddlsim.workload.retime import roofline_retime
 from ddlsim.workload.zoo import get_model
 
 MAX_IMAGES_PER_SEC = 1e7
@@ -68,23 +68,7 @@ def transfer_device(profile: ModelProfile, gpu: str) -> ModelProfile:
     spec = get_model(profile.model)
     if [la.name for la in spec.layers] != [t.name for t in profile.layers]:
         raise CalibrationError(f"{profile.describe()}: its layers are not the zoo's")
-    batch, precision = profile.batch_per_gpu, profile.precision
-    layers = []
-    for layer, timing in zip(spec.layers, profile.layers, strict=True):
-        f_src, b_src = layer_time_s(layer, src, batch, precision)
-        f_dst, b_dst = layer_time_s(layer, dst, batch, precision)
-        layers.append(
-            replace(
-                timing,
-                fwd_time_s=timing.fwd_time_s * f_dst / f_src,
-                bwd_time_s=timing.bwd_time_s * b_dst / b_src,
-            )
-        )
-    unattributed = (
-        profile.unattributed_time_s * optimizer_time_s(spec, dst) / optimizer_time_s(spec, src)
-    )
-    moved = replace(profile, layers=tuple(layers), unattributed_time_s=unattributed)
-    ratio = profile.step_time_s / (profile.sum_layers_s + profile.unattributed_time_s)
+    moved = roofline_retime(profile, spec, src, dst, profile.batch_per_gpu)
     provenance = {
         "method": "roofline-device-transfer",
         "created": _now(),
@@ -95,7 +79,6 @@ def transfer_device(profile: ModelProfile, gpu: str) -> ModelProfile:
     return replace(
         moved,
         device=dst.id,
-        step_time_s=ratio * (moved.sum_layers_s + moved.unattributed_time_s),
         provenance=provenance,
         device_info={"name": dst.name, "transferred_from": src.id},
         path=None,

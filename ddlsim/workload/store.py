@@ -20,7 +20,7 @@ from ddlsim.cluster.specs import DeviceSpec
 from ddlsim.errors import CalibrationError
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import ModelProfile, load
-from ddlsim.workload.roofline import layer_time_s
+from ddlsim.workload.retime import roofline_retime
 
 _PKG_DIR = Path(__file__).resolve().parents[1]
 
@@ -83,25 +83,11 @@ def transfer_batch(
     """Re-time ``profile`` for another batch size by per-layer roofline ratios."""
     if batch == profile.batch_per_gpu:
         return profile
-    layers = []
-    for layer, timing in zip(model.layers, profile.layers, strict=True):
-        f_old, b_old = layer_time_s(layer, device, profile.batch_per_gpu, profile.precision)
-        f_new, b_new = layer_time_s(layer, device, batch, profile.precision)
-        layers.append(
-            replace(
-                timing,
-                fwd_time_s=timing.fwd_time_s * f_new / f_old,
-                bwd_time_s=timing.bwd_time_s * b_new / b_old,
-            )
-        )
-    scaled = replace(profile, layers=tuple(layers), batch_per_gpu=batch, path=None)
-    # keep the file's ratio of step time to attributed time (1 for roofline files)
-    ratio = profile.step_time_s / (profile.sum_layers_s + profile.unattributed_time_s)
-    step_s = ratio * (scaled.sum_layers_s + scaled.unattributed_time_s)
+    moved = roofline_retime(profile, model, device, device, batch)
     provenance = {
         "method": "roofline-batch-transfer",
         "from_batch": profile.batch_per_gpu,
         "from_file": profile.path,
         "from_method": profile.provenance.get("method"),
     }
-    return replace(scaled, step_time_s=step_s, provenance=provenance)
+    return replace(moved, provenance=provenance)
