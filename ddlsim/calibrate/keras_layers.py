@@ -121,11 +121,17 @@ class ZooConv(keras.layers.Layer):
     def call(self, x: Any, training: bool = False) -> Any:
         """Forward pass of the whole zoo layer."""
         y = self.conv(x)
-        if self.bn is not None:
-            return self.bn(y, training=training)
-        if self.biases is not None:
-            y = tf.nn.bias_add(y, tf.cast(self.biases, y.dtype))
-        return tf.nn.relu(y) if self.relu else y
+        return _epilogue(y, self.bn, self.biases, self.relu, training)
+
+
+def _epilogue(y: Any, bn: Any, biases: Any, relu: bool, training: bool) -> Any:
+    """What follows a convolution: the batch norm (which applies the ReLU itself), or the
+    ``biases`` and the ReLU."""
+    if bn is not None:
+        return bn(y, training=training)
+    if biases is not None:
+        y = tf.nn.bias_add(y, tf.cast(biases, y.dtype))
+    return tf.nn.relu(y) if relu else y
 
 
 class ZooDepthwiseConv(keras.layers.Layer):
@@ -174,11 +180,7 @@ class ZooDepthwiseConv(keras.layers.Layer):
         strides = (1, self.stride, self.stride, 1)
         kernel = tf.cast(self.depthwise_kernel, x.dtype)
         y = tf.nn.depthwise_conv2d(x, kernel, strides, self.pad)
-        if self.bn is not None:
-            return self.bn(y, training=training)
-        if self.biases is not None:
-            y = tf.nn.bias_add(y, tf.cast(self.biases, y.dtype))
-        return tf.nn.relu(y) if self.relu else y
+        return _epilogue(y, self.bn, self.biases, self.relu, training)
 
 
 class ZooDense(keras.layers.Layer):
