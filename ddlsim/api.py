@@ -8,7 +8,7 @@ configuration and the same job on one GPU, and returns a :class:`Prediction`.
 from __future__ import annotations
 
 import numbers
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
@@ -240,8 +240,6 @@ def _workload(spec, cluster: Cluster, strategy: Strategy, calibration, single_ip
 
 
 def _with_provenance(prof, single_ips: float):
-    from dataclasses import replace
-
     provenance = {
         "method": "anchored-by-user",
         "single_gpu_images_per_sec": single_ips,
