@@ -35,9 +35,11 @@ RUNS_CSV = ROOT / "traces" / "measured" / "runs.csv"
 
 
 def canonical_devices() -> list[str]:
-    """Catalog GPU ids without their aliases."""
+    """Catalog GPU ids without their aliases (CPU devices are calibrated by measurement:
+    their roofline would be a GPU's)."""
     aliases = catalog.device_aliases()
-    return [name for name in catalog.device_names() if name not in aliases]
+    names = [name for name in catalog.device_names() if name not in aliases]
+    return [name for name in names if catalog.device(name).kind == "gpu"]
 
 
 def configurations(anchors: list) -> Iterator[tuple]:

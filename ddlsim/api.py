@@ -25,6 +25,7 @@ from ddlsim.comm import make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.dag import build_dag
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
+from ddlsim.engine.sync import DEFAULT_RANK_SIGMA, check_rank_sigma
 from ddlsim.errors import ConfigError
 from ddlsim.strategy import HOROVOD_VERSION, Strategy
 from ddlsim.units import MiB
@@ -33,9 +34,11 @@ from ddlsim.workload.store import find_profile
 from ddlsim.workload.workload import Workload
 from ddlsim.workload.zoo import get_model
 
-#: images/s one node's host input pipeline decodes and augments (JPEG ImageNet, 2017-era dual
-#: Xeon with tf.data / DALI off); only used with ``data="real"``. An assumption, see README.
-HOST_INPUT_IMAGES_PER_S_PER_NODE = 4000.0
+#: images/s one hardware thread of the host CPU decodes and augments (ImageNet JPEG, random crop,
+#: resize, flip; Broadwell-class Xeon, tf.data or the framework's reader). Only used for real
+#: data decoded on the host (no DALI). An estimate, see docs/design.md ("Input pipeline"): it is
+#: the rate implied by the input-bound measured rows (DGX-1, 80 threads: 7,105-7,887 img/s).
+HOST_DECODE_IMAGES_PER_S_PER_THREAD = 100.0
 
 #: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
 #: iteration's compute varies by orders of magnitude and the results become meaningless)
@@ -108,6 +111,9 @@ def prepare(
     batch: int = 64,
     precision: str = "fp32",
     data: str = "synthetic",
+    input_pipeline: str = "host",
+    host_input_images_per_s: float | None = None,
+    ps_placement: str = "cpu",
     fusion_threshold_mb: float | None = None,
     cycle_time_ms: float | None = None,
     hierarchical: bool = False,
@@ -116,7 +122,12 @@ def prepare(
     calibration: str | None = None,
     single_gpu_throughput: float | None = None,
 ) -> Setup:
-    """Resolve names, find the calibration, build the cluster, DAG and communication model."""
+    """Resolve names, find the calibration, build the cluster, DAG and communication model.
+
+    ``host_input_images_per_s`` is what one node's host CPUs decode per second with real data
+    (default: the reference server's hardware threads x
+    :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`).
+    """
     spec = get_model(model)
     cluster = catalog.build_cluster(gpu, gpus, gpus_per_node, intra_node, inter_node, transport)
     strategy_kwargs: dict[str, Any] = {}
@@ -133,11 +144,16 @@ def prepare(
         batch_per_gpu=batch,
         precision=precision,
         data=data,
+        input_pipeline=input_pipeline,
+        ps_placement=ps_placement,
         hierarchical=hierarchical,
         algorithm=algorithm,
         fp16_allreduce=fp16_allreduce,
         n_ps=n_ps,
         ps_colocated=ps_colocated,
+        # a CPU worker's own cores move and sum the gradients (Gloo / MPI on the host), so its
+        # communication cannot hide behind backprop: it follows the backward pass
+        wait_free_backprop=cluster.device.kind != "cpu",
         **strategy_kwargs,
     )
     if strategy.precision == "amp" and cluster.device.peak_fp16_flops is None:
@@ -153,9 +169,11 @@ def prepare(
         algorithm=strategy.algorithm,
         n_ps=strategy.n_ps,
         ps_colocated=strategy.ps_colocated,
+        ps_placement=strategy.ps_placement,
         tensor_bytes=workload.tensor_bytes(strategy.grad_dtype),
     )
-    input_s = batch * cluster.local_gpus / HOST_INPUT_IMAGES_PER_S_PER_NODE
+    node_rate = _host_input_rate(cluster, host_input_images_per_s)
+    input_s = batch * cluster.local_gpus / node_rate if strategy.host_decodes_input else 0.0
     dag = build_dag(workload, strategy, input_time_s=input_s, n_ps=comm_model.n_channels())
     return Setup(workload, cluster, strategy, comm_model, dag, input_s)
 
@@ -167,6 +185,7 @@ def predict(
     engine: str = "fast",
     stragglers: dict[int, float] | None = None,
     jitter_sigma: float = 0.0,
+    rank_sigma: float = DEFAULT_RANK_SIGMA,
     seed: int = 0,
     epochs: float = DEFAULT_EPOCHS,
     dataset_images: int = IMAGENET_1K_TRAIN_IMAGES,
@@ -177,6 +196,8 @@ def predict(
     ``config`` takes the keyword arguments of :func:`prepare` (``gpu``, ``batch``, ``comm``,
     ...); ``engine`` is ``fast`` or ``detailed``; ``stragglers`` maps GPU ranks to compute
     slowdowns and ``jitter_sigma`` adds seeded log-normal compute noise (detailed engine);
+    ``rank_sigma`` is each rank's per-iteration speed variability, charged by both engines as
+    waiting for the slowest rank (0: identical ranks; :mod:`ddlsim.engine.sync`);
     ``epochs`` passes over ``dataset_images`` images give ``time_to_train_s``.
     """
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
@@ -186,7 +207,11 @@ def predict(
     validate_ttt_inputs(epochs, dataset_images)
     setup = prepare(model, gpus, **config)
     options = SimOptions(
-        engine=engine, slowdown=dict(stragglers or {}), jitter_sigma=jitter_sigma, seed=seed
+        engine=engine,
+        slowdown=dict(stragglers or {}),
+        jitter_sigma=jitter_sigma,
+        rank_sigma=check_rank_sigma(rank_sigma),
+        seed=seed,
     )
     sim = setup.simulate(options)
     workload, strategy = setup.workload, setup.strategy
@@ -194,12 +219,14 @@ def predict(
     if setup.cluster.n_gpus == 1 and not stragglers and not jitter_sigma:
         single = sim  # the run is its own 1-GPU baseline: efficiency exactly 1
     else:
-        single = _single_gpu(
-            workload, strategy, setup.cluster, batch / HOST_INPUT_IMAGES_PER_S_PER_NODE
-        )
+        per_gpu_input_s = setup.input_time_s / setup.cluster.local_gpus
+        single = _single_gpu(workload, strategy, setup.cluster, per_gpu_input_s)
     ips = gpus * batch / sim.iteration_time_s
     single_ips = batch / single.iteration_time_s
     inputs = _inputs(workload.model.name, setup.cluster, strategy, workload, engine, setup.comm)
+    inputs["rank_sigma"] = options.rank_sigma
+    if strategy.host_decodes_input:
+        inputs["host_input_images_per_s"] = batch * setup.cluster.local_gpus / setup.input_time_s
     return Prediction(
         images_per_sec=ips,
         iteration_time_s=sim.iteration_time_s,
@@ -248,6 +275,17 @@ def _with_provenance(prof, single_ips: float):
     return replace(prof, provenance=provenance)
 
 
+def _host_input_rate(cluster: Cluster, override: float | None) -> float:
+    """Images/s one node's host CPUs decode (real data without DALI)."""
+    if override is not None:
+        if isinstance(override, bool) or not isinstance(override, numbers.Real):
+            raise ConfigError(f"host input rate must be a number, got {override!r}")
+        if not 0 < override < 1e9:
+            raise ConfigError(f"host input rate must be in (0, 1e9) images/s, got {override:g}")
+        return float(override)
+    return cluster.device.host_cpu_threads * HOST_DECODE_IMAGES_PER_S_PER_THREAD
+
+
 def _single_gpu(
     workload: Workload, strategy: Strategy, cluster: Cluster, input_s: float
 ) -> SimResult:
@@ -268,6 +306,8 @@ def _inputs(model, cluster: Cluster, strategy: Strategy, workload, engine, comm_
         "batch_per_gpu": strategy.batch_per_gpu,
         "precision": strategy.precision,
         "data": strategy.data,
+        "input_pipeline": strategy.input_pipeline,
+        "ps_placement": strategy.ps_placement,
         "grad_dtype": strategy.grad_dtype,
         "fusion_threshold_mb": strategy.fusion_threshold_bytes / MiB,
         "cycle_time_ms": strategy.cycle_time_s * 1e3,

@@ -57,10 +57,11 @@ def build_dag(
 ) -> nx.DiGraph:
     """One iteration of one worker as a DiGraph.
 
-    ``input_time_s`` is the host input pipeline's time per batch (used when ``strategy.data``
-    is ``real``); ``n_ps`` the number of parameter-server shards (PS methods). Graph attributes:
-    ``model``, ``batch_per_gpu``, ``comm``; ``order`` on every node gives a deterministic
-    topological order.
+    ``input_time_s`` is the host input pipeline's time per batch (used when the host decodes
+    the input: ``strategy.data`` is ``real`` and the input pipeline is not DALI); ``n_ps`` the
+    number of parameter-server shards (PS methods). Graph attributes: ``model``,
+    ``batch_per_gpu``, ``comm``; ``order`` on every node gives a deterministic topological
+    order.
     """
     g = nx.DiGraph(
         model=workload.model.name, batch_per_gpu=workload.batch_per_gpu, comm=strategy.comm
@@ -75,7 +76,7 @@ def build_dag(
         return node
 
     prev: str | None = None
-    if strategy.data == "real":
+    if strategy.host_decodes_input:
         prev = add("input", NodeKind.INPUT, stream="input", duration_s=input_time_s)
     fwd = []
     for layer, timing in zip(layers, timings, strict=True):
@@ -139,6 +140,12 @@ def build_dag(
             for i in bucket:
                 g.add_edge(bwd[i], node, kind=EdgeKind.DATA)
             g.add_edge(node, update, kind=EdgeKind.DATA)
+    if not strategy.wait_free_backprop and bwd:
+        # no overlap: every exchange waits for the end of the backward pass
+        last_bwd = bwd[min(bwd)]
+        for node, data in list(g.nodes(data=True)):
+            if data["kind"] in (NodeKind.ALLREDUCE, NodeKind.PUSH):
+                g.add_edge(last_bwd, node, kind=EdgeKind.CONTROL)
     return g
 
 

@@ -21,11 +21,14 @@ COMM_METHODS = (
     "replicated-cpu",
     "distributed-replicated",
     "byteps",
+    "horovod-gloo",
 )
-HOROVOD_METHODS = ("horovod-nccl", "horovod-mpi")
+HOROVOD_METHODS = ("horovod-nccl", "horovod-mpi", "horovod-gloo")
 PS_METHODS = ("ps", "distributed-replicated", "byteps")
 PRECISIONS = ("fp32", "amp")
 DATA_KINDS = ("synthetic", "real")
+#: who decodes real data: the host CPUs (tf.data / framework readers) or the GPUs (NVIDIA DALI)
+INPUT_PIPELINES = ("host", "dali")
 ALGORITHMS = ("ring", "tree")
 
 HOROVOD_VERSION = "0.28.1"
@@ -41,13 +44,18 @@ class Strategy:
     ``fusion_threshold_bytes`` and ``cycle_time_s`` are Horovod's ``HOROVOD_FUSION_THRESHOLD``
     and ``HOROVOD_CYCLE_TIME``; ``fp16_allreduce`` is ``hvd.Compression.fp16`` (gradients cast
     to fp16 for the exchange, halving the bytes). ``n_ps`` is the number of parameter-server
-    tasks (None: the method's default), ``ps_colocated`` whether they share the worker nodes.
+    tasks (None: the method's default), ``ps_colocated`` whether they share the worker nodes,
+    ``ps_placement`` where the variables live (``cpu`` or ``gpu``). ``input_pipeline`` says who
+    decodes real data: the host CPUs (``host``) or the GPUs (``dali``, whose decode cost is part
+    of the calibrated compute). ``wait_free_backprop`` overlaps each exchange with the rest of
+    the backward pass; without it every exchange waits for the end of backprop (CPU workers).
     """
 
     comm: str = "horovod-nccl"
     batch_per_gpu: int = DEFAULT_BATCH_PER_GPU
     precision: str = "fp32"
     data: str = "synthetic"
+    input_pipeline: str = "host"
     fusion_threshold_bytes: int = DEFAULT_FUSION_THRESHOLD_BYTES
     cycle_time_s: float = DEFAULT_CYCLE_TIME_S
     hierarchical: bool = False
@@ -65,6 +73,8 @@ class Strategy:
             raise UnknownNameError("precision", self.precision, PRECISIONS)
         if self.data not in DATA_KINDS:
             raise UnknownNameError("data", self.data, DATA_KINDS)
+        if self.input_pipeline not in INPUT_PIPELINES:
+            raise UnknownNameError("input pipeline", self.input_pipeline, INPUT_PIPELINES)
         if self.algorithm not in ALGORITHMS:
             raise UnknownNameError("allreduce algorithm", self.algorithm, ALGORITHMS)
         if self.ps_placement not in ("cpu", "gpu"):
@@ -92,6 +102,11 @@ class Strategy:
     def is_parameter_server(self) -> bool:
         """Whether gradients are pushed to and parameters pulled from servers."""
         return self.comm in PS_METHODS
+
+    @property
+    def host_decodes_input(self) -> bool:
+        """Whether the host CPUs decode every batch (real data without DALI)."""
+        return self.data == "real" and self.input_pipeline == "host"
 
     @property
     def grad_dtype(self) -> str:

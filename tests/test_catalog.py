@@ -114,7 +114,8 @@ def test_forward_looking_gpus_get_their_own_fabrics() -> None:
     assert build_cluster("h100", 8).intra_link == "nvlink-h100"
     assert catalog.device("a100").host_link == "pcie4"
     assert catalog.device("h100").host_link == "pcie5"
-    assert catalog.host_link_names() == ("pcie3", "pcie4", "pcie5")
+    # 'none': a CPU worker's tensors are in host memory (tests/test_hvdlocal.py)
+    assert catalog.host_link_names() == ("pcie3", "pcie4", "pcie5", "none")
 
 
 # --------------------------------------------------------------------------- names and aliases
@@ -191,7 +192,9 @@ def test_default_transports() -> None:
     for name in ("ib-fdr", "ib-edr", "ib-hdr", "ib", "aries"):
         assert catalog.network(name).default_transport == "rdma", name
     for name in catalog.intra_link_names():
-        assert catalog.intra_link(name).default_transport == "rdma", name
+        # GPU fabrics default to peer-to-peer; CPU workers' loopback is TCP
+        expected = "tcp" if name == "loopback" else "rdma"
+        assert catalog.intra_link(name).default_transport == expected, name
 
 
 def test_efficiencies_and_latencies_are_sane() -> None:
@@ -200,7 +203,9 @@ def test_efficiencies_and_latencies_are_sane() -> None:
     for link in links:
         assert set(link.efficiency) == set(TRANSPORTS) == set(link.latency_s), link.id
         assert all(0 < e <= 1 for e in link.efficiency.values()), link.id
-        assert all(0 <= t < 1e-3 for t in link.latency_s.values()), link.id
+        # loopback: Gloo's measured per-step latency on one shared core (see links.json)
+        limit = 5e-3 if link.id == "loopback" else 1e-3
+        assert all(0 <= t < limit for t in link.latency_s.values()), link.id
         if link.id != "none":
             assert math.isfinite(link.nominal_bandwidth_Bps) and link.nominal_bandwidth_Bps > 0
 

@@ -97,12 +97,19 @@ def test_ring_closed_form_equals_executor_on_mixed_topology(n_gpus: int, per_nod
 def test_every_method_closed_form_agrees_with_executor(
     c: Cluster, nbytes: float, data: st.DataObject
 ) -> None:
-    """All ranks starting together: closed form and executor within 3% for every method."""
+    """All ranks starting together: closed form and executor within 3% for every method.
+
+    The documented exception (docs/design.md): horovod-mpi when a node's GPUs do not split
+    evenly across its PCIe switches, where the closed form averages the switches: up to ~4%
+    off the executor's busiest switch.
+    """
+    uneven = c.local_gpus % c.gpus_per_pcie_switch != 0
     for label, model in variants(c):
+        tolerance = 0.05 if label == "mpi" and uneven else 0.03
         for op in model.ops:
             ch = data.draw(st.integers(0, model.n_channels() - 1), label=f"{label} channel")
             fast, slow = model.time_s(nbytes, op, ch), event_s(model, nbytes, op, ch)
-            assert slow == pytest.approx(fast, rel=0.03), (label, op, ch)
+            assert slow == pytest.approx(fast, rel=tolerance), (label, op, ch)
 
 
 # -- properties of the closed forms ------------------------------------------------------------

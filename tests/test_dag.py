@@ -73,3 +73,21 @@ def test_build_dag_is_pure():
     a = build_dag(setup.workload, setup.strategy)
     b = build_dag(setup.workload, setup.strategy)
     assert nx.utils.graphs_equal(a, b)
+
+
+@pytest.mark.parametrize("comm", ["horovod-nccl", "ps"])
+def test_without_wait_free_backprop_every_exchange_follows_the_backward_pass(comm):
+    setup = prepare("resnet50", 8, comm=comm)
+    g = build_dag(setup.workload, setup.strategy.with_(wait_free_backprop=False), n_ps=2)
+    last_bwd = nodes_in_order(g, NodeKind.BACKWARD)[-1]
+    exchanges = nodes_in_order(g, NodeKind.ALLREDUCE, NodeKind.PUSH)
+    assert exchanges and all(nx.has_path(g, last_bwd, n) for n in exchanges)
+    assert nx.is_directed_acyclic_graph(g)
+
+
+def test_cpu_workers_do_not_overlap_communication():
+    from ddlsim import predict
+
+    pred = predict("alexnet", 2, gpu="epyc-zen4-core", comm="horovod-gloo", batch=16)
+    assert pred.breakdown["comm_hidden_s"] == 0.0
+    assert pred.breakdown["comm_exposed_s"] > 0.0

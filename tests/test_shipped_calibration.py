@@ -33,7 +33,10 @@ def test_every_catalog_gpu_and_model_has_batch_32_64_128_fp32():
 
 
 def test_every_shipped_file_loads_and_matches_its_model():
-    files = sorted(shipped_dir().rglob("*.json"))
+    # generated (roofline) files of the catalog GPUs; a CPU worker's file is a measured
+    # profile (tests/test_hvdlocal.py checks it)
+    gpus = set(_generator().canonical_devices())
+    files = sorted(p for p in shipped_dir().rglob("*.json") if p.parent.parent.name in gpus)
     assert len(files) > 500
     for path in files[::7]:  # a spread sample keeps this fast; the generator writes them all alike
         prof = load(path)

@@ -142,7 +142,7 @@ def test_detailed_engine_has_one_process_per_worker(capsys: pytest.CaptureFixtur
 def test_other_methods_real_data_and_several_iterations() -> None:
     trace = build_trace(
         {"model": "googlenet", "gpus": 4, "gpus_per_node": 8, "gpu": "v100", "batch": 96}
-        | {"data": "real", "comm": "horovod-mpi"},
+        | {"data": "real", "comm": "horovod-mpi", "host_input_images_per_s": 2000.0},
         iterations=2,
     )
     meta = trace["metadata"]

@@ -17,7 +17,7 @@ from ddlsim.cli.main import main
 from ddlsim.errors import ConfigError
 from ddlsim.validate.baseline import BaselineIndex, platform, stated_speedup
 from ddlsim.validate.core import PREDICTED, SKIPPED, validate_runs
-from ddlsim.validate.mapping import ValidateOptions
+from ddlsim.validate.mapping import ValidateOptions, plan_row
 from ddlsim.validate.runs import COLUMNS, read_runs
 from ddlsim.validate.stats import error_stats, summarise
 
@@ -90,7 +90,7 @@ def test_images_row_equals_predict_with_the_baseline_anchor(small_csv: Path) -> 
     assert row.baseline is not None and row.baseline.run_id == "T-0001"
     assert row.predicted_images_per_sec == expected.images_per_sec
     assert row.rel_error == expected.images_per_sec / 1700 - 1
-    assert row.notes == ("variant not mapped: ps-vars-on-cpu",)
+    assert row.notes == ()  # ps-vars-on-cpu maps onto ps_placement="cpu"
     assert row.measured_scaling_efficiency == pytest.approx(1700 / (8 * 219))
 
 
@@ -152,6 +152,32 @@ def test_unknown_name_is_a_skip_reason_not_a_crash(tmp_path: Path) -> None:
     row = by_id(validate_runs(read_runs(write_csv(tmp_path, body))))["T-0002"]
     assert row.status == SKIPPED and row.code == "predict-error"
     assert "'warp-drive'" in (row.reason or "") and "nvlink-p100" in (row.reason or "")
+
+
+def test_variant_tokens_map_onto_predict_options(tmp_path: Path) -> None:
+    body = (
+        "\n".join(
+            f"V-{i}1,V,resnet50,v100-sxm2,1,1,nvlink-v100,none,,{comm},,{variant},tensorflow,"
+            f"128,fp32,real,300,,0,x\n"
+            f"V-{i}2,V,resnet50,v100-sxm2,8,8,nvlink-v100,none,,{comm},,{variant},tensorflow,"
+            f"128,fp32,real,2200,,0,x"
+            for i, (comm, variant) in enumerate(
+                [("horovod-nccl", "ngc-dle;dali"), ("ps", "ps-vars-on-gpu")]
+            )
+        )
+        + "\n"
+    )
+    header = ",".join(COLUMNS) + "\n"
+    path = tmp_path / "v.csv"
+    path.write_text(header + body)
+    index = BaselineIndex(read_runs(path))
+    rows = {r.run_id: r for r in read_runs(path)}
+    dali = plan_row(rows["V-02"], index, ValidateOptions())
+    assert dali.kwargs is not None and dali.kwargs["input_pipeline"] == "dali"
+    assert dali.notes == ("variant not mapped: ngc-dle",)
+    gpu_vars = plan_row(rows["V-12"], index, ValidateOptions())
+    assert gpu_vars.kwargs is not None and gpu_vars.kwargs["ps_placement"] == "gpu"
+    assert "input_pipeline" not in gpu_vars.kwargs and gpu_vars.notes == ()
 
 
 # --------------------------------------------------------------------------- baselines

@@ -37,12 +37,13 @@ from ddlsim.atomic import atomic_write_text
 from ddlsim.engine.breakdown import window_breakdown
 from ddlsim.engine.core import Span
 from ddlsim.engine.simulate import SimOptions, SimResult
+from ddlsim.engine.sync import DEFAULT_RANK_SIGMA
 from ddlsim.errors import ConfigError
 
 #: more exported iterations than this make traces nobody opens
 MAX_TRACE_ITERATIONS = 100
 #: predict() keywords that are engine options rather than configuration
-_ENGINE_KEYS = ("engine", "stragglers", "jitter_sigma", "seed")
+_ENGINE_KEYS = ("engine", "stragglers", "jitter_sigma", "rank_sigma", "seed")
 #: predict() keywords with no bearing on one iteration's timeline
 _IGNORED_KEYS = ("epochs", "dataset_images")
 
@@ -94,6 +95,7 @@ def build_trace(
         measured_iterations=max(3, iterations),
         slowdown=dict(engine_kw.get("stragglers") or {}),
         jitter_sigma=jitter,
+        rank_sigma=engine_kw.get("rank_sigma", DEFAULT_RANK_SIGMA),
         seed=seed,
         trace_workers=frozenset(traced),
     )

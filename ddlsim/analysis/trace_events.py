@@ -25,7 +25,11 @@ WAIT_NAMES = {
 #: gaps shorter than this (floating-point noise between segments) are not wait events
 MIN_WAIT_S = 1e-12
 #: Horovod timeline's activity name of an allreduce, per method (flat, not hierarchical)
-_HOROVOD_COLLECTIVE = {"horovod-nccl": "NCCL_ALLREDUCE", "horovod-mpi": "MPI_ALLREDUCE"}
+_HOROVOD_COLLECTIVE = {
+    "horovod-nccl": "NCCL_ALLREDUCE",
+    "horovod-mpi": "MPI_ALLREDUCE",
+    "horovod-gloo": "GLOO_ALLREDUCE",
+}
 
 
 def us(seconds: float) -> float:

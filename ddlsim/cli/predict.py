@@ -12,14 +12,17 @@ import sys
 
 from ddlsim.analysis.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES
 from ddlsim.cli.report import format_prediction
+from ddlsim.engine.sync import DEFAULT_RANK_SIGMA
 from ddlsim.errors import ConfigError
 from ddlsim.strategy import (
     ALGORITHMS,
     COMM_METHODS,
+    DATA_KINDS,
     DEFAULT_BATCH_PER_GPU,
     DEFAULT_CYCLE_TIME_S,
     DEFAULT_FUSION_THRESHOLD_BYTES,
     HOROVOD_VERSION,
+    INPUT_PIPELINES,
     PRECISIONS,
 )
 from ddlsim.units import MiB
@@ -100,8 +103,26 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         help=f"mini-batch per GPU (default: {DEFAULT_BATCH_PER_GPU})",
     )
     p.add_argument("--precision", default="fp32", choices=PRECISIONS, help="default: fp32")
+    p.add_argument("--data", default="synthetic", choices=DATA_KINDS, help="default: synthetic")
     p.add_argument(
-        "--data", default="synthetic", choices=("synthetic", "real"), help="default: synthetic"
+        "--input-pipeline",
+        default="host",
+        choices=INPUT_PIPELINES,
+        help="real data: decoded by the host CPUs (default) or on the GPUs by NVIDIA DALI",
+    )
+    p.add_argument(
+        "--host-input-rate",
+        type=_number,
+        default=None,
+        metavar="IMG_PER_S",
+        help="real data: images/s one node's host CPUs decode (default: the reference "
+        "server's hardware threads x 100)",
+    )
+    p.add_argument(
+        "--ps-placement",
+        default="cpu",
+        choices=("cpu", "gpu"),
+        help="ps / replicated-cpu: the device holding the variables (default: cpu)",
     )
     p.add_argument(
         "--fusion-threshold-mb",
@@ -145,6 +166,13 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--jitter", type=_number, default=0.0, help="detailed engine: log-normal compute noise"
     )
+    p.add_argument(
+        "--rank-sigma",
+        type=_number,
+        default=DEFAULT_RANK_SIGMA,
+        help="per-rank, per-iteration speed variability (log-normal sigma) charged as waiting "
+        f"for the slowest rank; 0 = identical ranks (default: {DEFAULT_RANK_SIGMA:g}, fitted)",
+    )
     p.add_argument("--seed", type=_int, default=0, help="seed of the jitter")
 
 
@@ -168,6 +196,9 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "batch": args.batch,
         "precision": args.precision,
         "data": args.data,
+        "input_pipeline": args.input_pipeline,
+        "host_input_images_per_s": args.host_input_rate,
+        "ps_placement": args.ps_placement,
         "fusion_threshold_mb": args.fusion_threshold_mb,
         "cycle_time_ms": args.cycle_time_ms,
         "hierarchical": args.hierarchical,
@@ -178,6 +209,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "single_gpu_throughput": args.single_gpu_throughput,
         "stragglers": args.stragglers,
         "jitter_sigma": args.jitter,
+        "rank_sigma": args.rank_sigma,
         "seed": args.seed,
     }
 

@@ -62,6 +62,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="HOROVOD_CYCLE_TIME for every Horovod row (default: predict's)",
     )
     p.add_argument(
+        "--rank-sigma",
+        type=_number,
+        default=None,
+        help="per-rank speed variability for every row (default: predict's fitted value)",
+    )
+    p.add_argument(
         "--assume-baseline-batch",
         action="store_true",
         help="predict rows whose batch_per_gpu is empty with their baseline's batch",
@@ -91,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         engine=args.engine,
         fusion_threshold_mb=args.fusion_threshold_mb,
         cycle_time_ms=args.cycle_time_ms,
+        rank_sigma=args.rank_sigma,
         assume_baseline_batch=args.assume_baseline_batch,
         allow_assumed_bandwidth=args.allow_assumed_bandwidth,
     )

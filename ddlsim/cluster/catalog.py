@@ -21,6 +21,7 @@ first use (FLOP/s, bytes/s, seconds, bytes), then caches the result.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ddlsim.cluster.catalog_files import (  # noqa: F401  (_load_catalog: used by the tests)
@@ -248,6 +249,9 @@ def describe_cluster(cluster: Cluster) -> dict[str, Any]:
         "nics_per_node": cluster.nics_per_node,
         "transport": cluster.transport if multi else None,
         "host_link": dev.host_link,
-        "host_bandwidth_GBps": _sig(host.bandwidth_Bps / 1e9),
+        # None for host link 'none' (a CPU worker: nothing to copy, infinite in the model)
+        "host_bandwidth_GBps": _sig(host.bandwidth_Bps / 1e9)
+        if math.isfinite(host.bandwidth_Bps)
+        else None,
         "gpus_per_pcie_switch": cluster.gpus_per_pcie_switch,
     }

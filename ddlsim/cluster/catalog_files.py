@@ -40,8 +40,11 @@ _DEVICE_FIGURES = (
     "host_link",
     "default_intra_node",
     "default_gpus_per_node",
+    "host_cpu_threads",
 )
 _DEVICE_KEYS = frozenset({"name", "sources", *_DEVICE_FIGURES})
+#: optional device key: "gpu" (default) or "cpu" (a CPU core as the worker device)
+DEVICE_KINDS = ("gpu", "cpu")
 _BANDWIDTH_KEY = {"intra": "bandwidth_GBps", "host": "bandwidth_GBps", "inter": "bandwidth_Gbps"}
 _LINK_COMMON = ("description", "efficiency", "latency_us", "default_transport")
 _LINK_KEYS = {
@@ -310,7 +313,10 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         check = _Checker(file, f"device {device_id!r}")
         check.identifier(device_id)
         entry = check.obj(raw, None)
-        check.keys(entry, _DEVICE_KEYS, frozenset())
+        check.keys(entry, _DEVICE_KEYS, frozenset({"kind"}))
+        kind = entry.get("kind", DEVICE_KINDS[0])
+        if kind not in DEVICE_KINDS:
+            raise check.fail("kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
         fp32 = check.number(entry["peak_fp32_TFLOPS"], "peak_fp32_TFLOPS")
         fp16 = entry["peak_fp16_TFLOPS"]
         if fp16 is not None:
@@ -339,7 +345,9 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
             ),
             memory_bytes=round(check.number(entry["memory_GiB"], "memory_GiB") * GiB),
             host_link=host_link,
+            host_cpu_threads=check.count(entry["host_cpu_threads"], "host_cpu_threads"),
             sources=check.documented({"sources": entry["sources"]}, list(_DEVICE_FIGURES)),
+            kind=kind,
         )
         node_gpus[device_id] = per_node
         default_intra[device_id] = intra

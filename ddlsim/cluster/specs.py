@@ -17,7 +17,8 @@ class DeviceSpec:
 
     ``peak_fp16_flops`` is the dense half-precision throughput mixed precision can use (tensor
     cores where present); ``None`` where the device has no fast fp16 path (K80, P40), in which case
-    ``--precision amp`` is refused.
+    ``--precision amp`` is refused. ``kind`` is ``gpu``, or ``cpu`` for a CPU core used as a
+    worker (its tensors live in host memory: no device<->host copies, sums on the core).
     """
 
     id: str
@@ -27,7 +28,9 @@ class DeviceSpec:
     mem_bandwidth_Bps: float
     memory_bytes: int
     host_link: str  # id of the GPU<->host link in the link catalog (pcie3, pcie4, ...)
+    host_cpu_threads: int = 0  # hardware threads of the reference server's CPUs (0: unknown)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
+    kind: str = "gpu"  # "gpu" | "cpu" (a CPU core as the worker device)
 
 
 @dataclass(frozen=True)

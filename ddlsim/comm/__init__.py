@@ -14,13 +14,14 @@ from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.base import CommModel
 from ddlsim.comm.byteps import BytePSModel
 from ddlsim.comm.distributed_replicated import DistributedReplicatedModel
+from ddlsim.comm.gloo import GlooModel
 from ddlsim.comm.hierarchical import HierarchicalModel
 from ddlsim.comm.mpi import MPIModel
 from ddlsim.comm.ps import PSModel, default_n_ps
 from ddlsim.comm.replicated import ReplicatedCpuModel, ReplicatedNcclModel
 from ddlsim.comm.ring import RingModel
 from ddlsim.comm.tree import TreeModel
-from ddlsim.errors import UnknownNameError
+from ddlsim.errors import ConfigError, UnknownNameError
 
 METHODS = (
     "horovod-nccl",
@@ -30,8 +31,11 @@ METHODS = (
     "replicated-nccl",
     "replicated-cpu",
     "distributed-replicated",
+    "horovod-gloo",
 )
 ALGORITHMS = ("ring", "tree")
+#: methods whose collectives are NCCL's (GPU workers only)
+NCCL_METHODS = ("horovod-nccl", "replicated-nccl")
 
 __all__ = ["ALGORITHMS", "METHODS", "CommModel", "default_n_ps", "make_comm_model"]
 
@@ -50,7 +54,8 @@ def make_comm_model(
     """The communication model of ``method`` on ``cluster``.
 
     ``horovod-nccl`` is a flat ring (``algorithm="tree"``: NCCL's double binary tree;
-    ``hierarchical=True``: Horovod's hierarchical allreduce, which takes precedence).
+    ``hierarchical=True``: Horovod's hierarchical allreduce, which takes precedence);
+    ``horovod-gloo`` is Gloo's ring over TCP (loopback inside a node), summed on the CPU.
     ``n_ps`` (``ps``, ``distributed-replicated``, ``byteps``) defaults to one per worker node
     (1 on a single node), the tf_cnn_benchmarks convention; ``ps_colocated`` puts PS shards /
     BytePS servers on the worker nodes (``distributed-replicated`` always co-locates them);
@@ -62,12 +67,19 @@ def make_comm_model(
         raise UnknownNameError("comm method", method, METHODS)
     if algorithm not in ALGORITHMS:
         raise UnknownNameError("allreduce algorithm", algorithm, ALGORITHMS)
+    if method in NCCL_METHODS and cluster.device.kind == "cpu" and cluster.n_gpus > 1:
+        raise ConfigError(
+            f"{method} runs NCCL, which needs GPUs; CPU workers ({cluster.device.id}) exchange "
+            "gradients with horovod-gloo (or horovod-mpi)"
+        )
     if method == "horovod-nccl":
         if hierarchical:
             return HierarchicalModel(cluster)
         return TreeModel(cluster) if algorithm == "tree" else RingModel(cluster)
     if method == "horovod-mpi":
         return MPIModel(cluster)
+    if method == "horovod-gloo":
+        return GlooModel(cluster)
     if method == "ps":
         return PSModel(cluster, n_ps, ps_colocated, ps_placement, tensor_bytes)
     if method == "byteps":

@@ -12,7 +12,8 @@ for :mod:`ddlsim.comm.executor`. Endpoints: GPU ranks ``0..N-1``, node hosts ``N
   separate host-memory bandwidth, so this uses ``host_reduce_Bps`` (a summation streams the
   same bytes through memory);
 - reducers: ``cpu`` per node and ``srv_cpu`` per server (``host_reduce_Bps``), ``gpu_red`` per
-  GPU (the device's memory bandwidth);
+  GPU (the device's memory bandwidth), ``rank_cpu`` per rank of CPU workers (a core summing in
+  its own memory: the device's memory bandwidth / :data:`SUM_STREAMS`);
 - ``srv_nic_out`` / ``srv_nic_in`` per dedicated server: a NIC like the workers'.
 
 A GPU-to-GPU flow between nodes (NCCL over GPUDirect RDMA) crosses only the two NICs; staged
@@ -34,6 +35,9 @@ from ddlsim.errors import ConfigError, SimulationError
 #: latency of one shared-memory message between two MPI processes of a node (s); Open MPI's
 #: vader/sm transport is well under a microsecond to a few microseconds
 SHM_LATENCY_S = 1e-6
+#: memory streams of a summation ``a += b`` (two operands read, one result written): a core
+#: sums bytes at its memory bandwidth divided by this (STREAM's "Add" accounting)
+SUM_STREAMS = 3
 
 
 def cluster_label(cluster: Cluster) -> str:
@@ -76,6 +80,7 @@ class Fabric:
             "srv_nic_out": (n_servers, nic_Bps),
             "srv_nic_in": (n_servers, nic_Bps),
             "srv_cpu": (n_servers, c.host_reduce_Bps),
+            "rank_cpu": (self.n_ranks, c.device.mem_bandwidth_Bps / SUM_STREAMS),
         }
         self._offset: dict[str, int] = {}
         caps: list[np.ndarray] = []

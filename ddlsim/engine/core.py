@@ -22,6 +22,7 @@ import numpy as np
 import simpy
 
 from ddlsim.engine.plan import CommOp, Plan
+from ddlsim.engine.sync import rank_factors
 from ddlsim.horovod import next_tick_s
 
 CostFn = Callable[[CommOp, np.ndarray], np.ndarray]
@@ -48,6 +49,8 @@ class EngineConfig:
     n_workers: int = 1
     slowdown: np.ndarray | None = None  # per-worker compute time multiplier (1 = nominal)
     jitter_sigma: float = 0.0  # log-normal sigma of per-segment compute noise
+    rank_sigma: float = 0.0  # detailed: log-normal sigma of each rank's per-iteration speed
+    sync_stretch: float = 1.0  # fast: compute stretch of waiting for the slowest rank (>= 1)
     seed: int = 0
     warmup_iterations: int = 2
     measured_iterations: int = 3
@@ -81,6 +84,7 @@ class _Run:
         self.iters = cfg.warmup_iterations + cfg.measured_iterations
         self.slowdown = np.ones(self.W) if cfg.slowdown is None else np.asarray(cfg.slowdown)
         self.rng = np.random.default_rng(cfg.seed)
+        self.rank_factor = np.ones(self.W)  # this iteration's speed of each rank (detailed)
         self.after_ops = plan.pushes_and_allreduces
         self.pull_ops = plan.pulls
         self.ops = self.after_ops + self.pull_ops
@@ -119,14 +123,19 @@ class _Run:
 
     # -- compute ---------------------------------------------------------------------------
     def _factor(self, w: int) -> float:
+        factor = float(self.slowdown[w] * self.rank_factor[w])
         if self.cfg.jitter_sigma > 0:
-            return float(self.slowdown[w] * self.rng.lognormal(0.0, self.cfg.jitter_sigma))
-        return float(self.slowdown[w])
+            return factor * float(self.rng.lognormal(0.0, self.cfg.jitter_sigma))
+        return factor
 
     def _compute(self, w: int, it: int, names: list[str], secs: list[float], kind: str):
-        """One uninterrupted run of layers on the compute stream (a single SimPy timeout)."""
+        """One uninterrupted run of layers on the compute stream (a single SimPy timeout).
+
+        With ``sync_stretch`` > 1 (fast engine) the run is followed by an idle wait of
+        ``(sync_stretch - 1)`` times its length: the slowest rank is still computing.
+        """
         factor = self._factor(w)
-        total = sum(secs) * factor
+        total = sum(secs) * factor * self.cfg.sync_stretch
         if w in self.traced:
             t = self.env.now
             for name, s in zip(names, secs, strict=True):
@@ -143,6 +152,8 @@ class _Run:
         env, plan = self.env, self.plan
         n_fwd, n_bwd = len(plan.fwd_s), len(plan.bwd_s)
         for it in range(self.iters):
+            if self.cfg.rank_sigma > 0:
+                self.rank_factor[w] = rank_factors(self.rng, self.cfg.rank_sigma, 1)[0]
             if plan.input_s is not None:
                 ready_s = (it + 1) * plan.input_s  # the input pipeline produces continuously
                 if w in self.traced:

@@ -21,6 +21,7 @@ from ddlsim.comm.base import CommModel
 from ddlsim.engine.breakdown import Breakdown, mean_breakdown, window_breakdown
 from ddlsim.engine.core import EngineConfig, RunRecord, Span, simulate_plan
 from ddlsim.engine.plan import CommOp, plan_from_dag
+from ddlsim.engine.sync import DEFAULT_RANK_SIGMA, check_rank_sigma, expected_slowest_factor
 from ddlsim.errors import ConfigError
 from ddlsim.horovod import negotiation_time_s
 
@@ -30,13 +31,17 @@ ENGINES = ("fast", "detailed")
 @dataclass(frozen=True)
 class SimOptions:
     """Engine choice and its knobs. ``slowdown`` maps a GPU rank to a compute-time multiplier
-    (a straggler at 1.2 computes 20% slower); only the detailed engine can express it."""
+    (a straggler at 1.2 computes 20% slower) and ``jitter_sigma`` adds per-segment noise; only
+    the detailed engine can express them. ``rank_sigma`` is the per-rank, per-iteration speed
+    variability both engines charge as waiting for the slowest rank (:mod:`ddlsim.engine.sync`).
+    """
 
     engine: str = "fast"
     warmup_iterations: int = 2
     measured_iterations: int = 3
     slowdown: dict[int, float] = field(default_factory=dict)
     jitter_sigma: float = 0.0
+    rank_sigma: float = DEFAULT_RANK_SIGMA
     seed: int = 0
     trace_workers: frozenset[int] = frozenset({0})
 
@@ -100,6 +105,7 @@ def simulate(
     for rank, factor in opts.slowdown.items():
         if not 0 <= rank < cluster.n_gpus or not 0 < factor <= 100:
             raise ConfigError(f"bad straggler {rank}:{factor} for {cluster.n_gpus} GPUs")
+    rank_sigma = check_rank_sigma(opts.rank_sigma)
     plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1)
     detailed = opts.engine == "detailed"
     n_workers = cluster.n_gpus if detailed else 1
@@ -110,6 +116,8 @@ def simulate(
         n_workers=n_workers,
         slowdown=slowdown,
         jitter_sigma=opts.jitter_sigma if detailed else 0.0,
+        rank_sigma=rank_sigma if detailed and cluster.n_gpus > 1 else 0.0,
+        sync_stretch=1.0 if detailed else expected_slowest_factor(cluster.n_gpus, rank_sigma),
         seed=opts.seed,
         warmup_iterations=opts.warmup_iterations,
         measured_iterations=opts.measured_iterations,

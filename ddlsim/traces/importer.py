@@ -90,6 +90,11 @@ def build_row(facts: LogFacts, flags: ImportFlags, label: str, run_id: str) -> d
         zoo_model(flags.model) if flags.model else None,
     )
     gpu = catalog.device(flags.gpu).id if flags.gpu else None
+    if gpu is not None and catalog.device(gpu).kind != facts.device_kind:
+        raise ConfigError(
+            f"{label}: the benchmark ran on {facts.device_kind.upper()}s, but --gpu {gpu} is "
+            f"a {catalog.device(gpu).kind.upper()} device"
+        )
     gpus = _merge(label, "gpus", "--gpus", facts.gpus, flags.gpus)
     batch = _merge(label, "batch per GPU", "--batch", facts.batch_per_gpu, flags.batch)
     data = _merge(label, "data", "--data", facts.data, _choice("data", flags.data, DATA_KINDS))

@@ -14,13 +14,12 @@ Decisions (documented in ``ddlsim validate --help`` and the README):
   exchanges, and the anchor carries the framework's compute speed.
 - Empty cells left to predict's defaults are listed in the row's notes: ``data`` (synthetic
   assumed), ``intra_node`` (the GPU's usual server), ``gpus_per_node``, ``transport``.
-- ``variant`` tokens map onto predict's options where one exists (``ps-colocated`` ->
-  ``ps_colocated=True``); the others are listed in the notes as not mapped: the parameter
-  device (``ps-vars-on-cpu`` / ``ps-vars-on-gpu`` / ``local_parameter_device=gpu``) has no
-  predict option (the PS and replicated-cpu models keep variables on the CPU); ``xla`` and the
+- ``variant`` tokens map onto predict's options where one exists: ``ps-colocated`` ->
+  ``ps_colocated=True``; the parameter device (``ps-vars-on-cpu`` / ``ps-vars-on-gpu`` /
+  ``local_parameter_device=gpu``) -> ``ps_placement``; ``dali`` (GPU input pipeline) ->
+  ``input_pipeline="dali"``. The others are listed in the notes as not mapped: ``xla`` and the
   implementation tokens (``ngc-dle``, ``gluon-cv``, ...) change compute, which the baseline
-  anchor carries; ``dali`` (GPU input pipeline) is not modelled: real data goes through the
-  host-pipeline model.
+  anchor carries.
 """
 
 from __future__ import annotations
@@ -38,7 +37,13 @@ METRIC_IPS = "images_per_sec"
 METRIC_EFFICIENCY = "scaling_efficiency"
 
 #: variant tokens that set a predict option
-VARIANT_OPTIONS: dict[str, dict[str, Any]] = {"ps-colocated": {"ps_colocated": True}}
+VARIANT_OPTIONS: dict[str, dict[str, Any]] = {
+    "ps-colocated": {"ps_colocated": True},
+    "ps-vars-on-cpu": {"ps_placement": "cpu"},
+    "ps-vars-on-gpu": {"ps_placement": "gpu"},
+    "local_parameter_device=gpu": {"ps_placement": "gpu"},
+    "dali": {"input_pipeline": "dali"},
+}
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,7 @@ class ValidateOptions:
     engine: str = "fast"
     fusion_threshold_mb: float | None = None
     cycle_time_ms: float | None = None
+    rank_sigma: float | None = None
     assume_baseline_batch: bool = False
     allow_assumed_bandwidth: bool = False
 
@@ -128,6 +134,8 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         kwargs["fusion_threshold_mb"] = options.fusion_threshold_mb
     if options.cycle_time_ms is not None:
         kwargs["cycle_time_ms"] = options.cycle_time_ms
+    if options.rank_sigma is not None:
+        kwargs["rank_sigma"] = options.rank_sigma
     notes.extend(_defaults_notes(run, multi_node))
     unmapped = []
     for token in run.variant:
