@@ -200,19 +200,15 @@ def predict(
     waiting for the slowest rank (0: identical ranks; :mod:`ddlsim.engine.sync`);
     ``epochs`` passes over ``dataset_images`` images give ``time_to_train_s``.
     """
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
-    if not 0 <= jitter_sigma <= MAX_JITTER_SIGMA:
-        raise ConfigError(f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {jitter_sigma:g}")
-    validate_ttt_inputs(epochs, dataset_images)
-    setup = prepare(model, gpus, **config)
-    options = SimOptions(
+    options = sim_options(
         engine=engine,
-        slowdown=dict(stragglers or {}),
+        stragglers=stragglers,
         jitter_sigma=jitter_sigma,
-        rank_sigma=check_rank_sigma(rank_sigma),
+        rank_sigma=rank_sigma,
         seed=seed,
     )
+    validate_ttt_inputs(epochs, dataset_images)
+    setup = prepare(model, gpus, **config)
     sim = setup.simulate(options)
     workload, strategy = setup.workload, setup.strategy
     batch = strategy.batch_per_gpu
@@ -237,6 +233,28 @@ def predict(
         inputs={**inputs, "epochs": epochs, "dataset_images": dataset_images},
         comm_ops=_comm_ops(sim),
         sim=sim,
+    )
+
+
+def sim_options(
+    *,
+    engine: str = "fast",
+    stragglers: dict[int, float] | None = None,
+    jitter_sigma: float = 0.0,
+    rank_sigma: float = DEFAULT_RANK_SIGMA,
+    seed: int = 0,
+) -> SimOptions:
+    """The engine options of :func:`predict`'s keywords, checked (bad values: ConfigError)."""
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+    if not 0 <= jitter_sigma <= MAX_JITTER_SIGMA:
+        raise ConfigError(f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {jitter_sigma:g}")
+    return SimOptions(
+        engine=engine,
+        slowdown=dict(stragglers or {}),
+        jitter_sigma=jitter_sigma,
+        rank_sigma=check_rank_sigma(rank_sigma),
+        seed=seed,
     )
 
 
@@ -283,7 +301,12 @@ def _host_input_rate(cluster: Cluster, override: float | None) -> float:
         if not 0 < override < 1e9:
             raise ConfigError(f"host input rate must be in (0, 1e9) images/s, got {override:g}")
         return float(override)
-    return cluster.device.host_cpu_threads * HOST_DECODE_IMAGES_PER_S_PER_THREAD
+    threads = cluster.device.host_cpu_threads
+    if threads < 1:
+        raise ConfigError(
+            f"device {cluster.device.id!r} states no host CPU threads; pass the host input rate"
+        )
+    return threads * HOST_DECODE_IMAGES_PER_S_PER_THREAD
 
 
 def _single_gpu(

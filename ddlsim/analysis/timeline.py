@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ddlsim.analysis.trace_events import (
@@ -36,8 +37,7 @@ from ddlsim.analysis.trace_events import (
 from ddlsim.atomic import atomic_write_text
 from ddlsim.engine.breakdown import window_breakdown
 from ddlsim.engine.core import Span
-from ddlsim.engine.simulate import SimOptions, SimResult
-from ddlsim.engine.sync import DEFAULT_RANK_SIGMA
+from ddlsim.engine.simulate import SimResult
 from ddlsim.errors import ConfigError
 
 #: more exported iterations than this make traces nobody opens
@@ -81,27 +81,20 @@ def build_trace(
     engine_kw = {k: cfg.pop(k) for k in _ENGINE_KEYS if k in cfg}
     for key in _IGNORED_KEYS:
         cfg.pop(key, None)
-    engine = engine_kw.get("engine", "fast")
-    seed, jitter = engine_kw.get("seed", 0), engine_kw.get("jitter_sigma", 0.0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
-    if not 0 <= jitter <= api.MAX_JITTER_SIGMA:
-        raise ConfigError(f"jitter sigma must be in 0..{api.MAX_JITTER_SIGMA:g}, got {jitter:g}")
+    options = api.sim_options(**engine_kw)
     setup = api.prepare(**cfg)
-    n_gpus = setup.cluster.n_gpus
-    traced = _resolve_workers(workers, engine, n_gpus)
-    options = SimOptions(
-        engine=engine,
-        measured_iterations=max(3, iterations),
-        slowdown=dict(engine_kw.get("stragglers") or {}),
-        jitter_sigma=jitter,
-        rank_sigma=engine_kw.get("rank_sigma", DEFAULT_RANK_SIGMA),
-        seed=seed,
-        trace_workers=frozenset(traced),
+    traced = _resolve_workers(workers, options.engine, setup.cluster.n_gpus)
+    options = replace(
+        options, measured_iterations=max(3, iterations), trace_workers=frozenset(traced)
     )
     sim = setup.simulate(options)
     inputs = api._inputs(
-        setup.workload.model.name, setup.cluster, setup.strategy, setup.workload, engine, setup.comm
+        setup.workload.model.name,
+        setup.cluster,
+        setup.strategy,
+        setup.workload,
+        options.engine,
+        setup.comm,
     )
     return trace_from_sim(sim, setup, inputs, iterations=iterations, workers=traced)
 

@@ -33,9 +33,14 @@ DEFAULT_RANK_SIGMA = 0.06
 #: largest accepted sigma (beyond it one rank's iteration varies by orders of magnitude)
 MAX_RANK_SIGMA = 1.0
 
-_GRID = np.linspace(-9.0, 9.0, 4001)
-_PDF = np.exp(-0.5 * _GRID**2) / math.sqrt(2.0 * math.pi)
-_CDF = 0.5 * (1.0 + np.vectorize(math.erf)(_GRID / math.sqrt(2.0)))
+
+@lru_cache(maxsize=1)
+def _standard_normal_grid() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Quadrature grid with the standard normal pdf and cdf (built once, on first use)."""
+    grid = np.linspace(-9.0, 9.0, 4001)
+    pdf = np.exp(-0.5 * grid**2) / math.sqrt(2.0 * math.pi)
+    cdf = 0.5 * (1.0 + np.array([math.erf(z / math.sqrt(2.0)) for z in grid]))
+    return grid, pdf, cdf
 
 
 def check_rank_sigma(sigma: float) -> float:
@@ -64,10 +69,9 @@ def expected_slowest_factor(n_ranks: int, sigma: float) -> float:
         raise ConfigError(f"need at least one rank, got {n_ranks}")
     if n_ranks == 1 or sigma <= 0:
         return 1.0
+    grid, pdf, cdf = _standard_normal_grid()
     # density of the largest of n standard normals: n * pdf(z) * cdf(z)^(n-1)
-    density = n_ranks * _PDF * _CDF ** (n_ranks - 1)
-    values = np.exp(sigma * _GRID - 0.5 * sigma**2)
+    y = np.exp(sigma * grid - 0.5 * sigma**2) * n_ranks * pdf * cdf ** (n_ranks - 1)
+    integral = float(np.sum((y[1:] + y[:-1]) * np.diff(grid)) / 2)  # trapezoid rule
     # the max of mean-1 factors is at least 1; the clamp absorbs quadrature rounding
-    y = values * density
-    integral = float(np.sum((y[1:] + y[:-1]) * np.diff(_GRID)) / 2)  # trapezoid rule
     return max(1.0, integral)

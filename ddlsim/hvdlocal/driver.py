@@ -390,9 +390,9 @@ def _readme(args: argparse.Namespace, info: dict, results: dict, table: str, cmd
         "```",
         "",
         "`calibrated`: ddlsim from the calibration alone; `anchored`: compute anchored to the "
-        "measured 1-worker run (what `ddlsim validate runs.csv` predicts); `no-overlap`: the "
-        "anchored iteration plus its hidden communication (a CPU worker's core also moves and "
-        "sums the gradients, so they cannot hide behind backprop).",
+        "measured 1-worker run (what `ddlsim validate runs.csv` predicts). A CPU worker's core "
+        "also moves and sums the gradients, so ddlsim never hides its communication behind "
+        "backprop.",
         "",
         f"Loopback link fitted from the allreduce sweep ({sweep.get('n_ranks')} ranks): "
         f"{link.get('bandwidth_GBps')} GB/s raw TCP, Gloo hop efficiency "

@@ -1,16 +1,15 @@
 """ddlsim's predictions of the measured Horovod runs, and the predicted-vs-measured table.
 
-For each worker count N, three predictions through :func:`ddlsim.predict` (``horovod-gloo`` on
+For each worker count N, two predictions through :func:`ddlsim.predict` (``horovod-gloo`` on
 N cores of the catalog device :data:`~ddlsim.hvdlocal.CPU_DEVICE_ID`, ``loopback`` inside the
 host, Horovod 0.28.1 defaults):
 
 - ``calibrated``: compute from the CPU calibration file alone (the profiled step);
 - ``anchored``: compute rescaled to the measured 1-worker throughput, so that the error is the
-  scaling model's (what ``ddlsim validate`` does with ``traces/horovod/runs.csv``);
-- ``no_overlap``: the anchored iteration plus its hidden communication. ddlsim overlaps the
-  allreduces with backprop, as a GPU worker can; a CPU worker's core also does the Gloo
-  transfers (TCP copies) and the sums, so communication cannot hide behind compute. Not a
-  ddlsim mode: a bound computed from the same simulation, reported beside it.
+  scaling model's (what ``ddlsim validate`` does with ``traces/horovod/runs.csv``).
+
+A CPU worker's core also does the Gloo transfers and sums, so ddlsim runs CPU workers without
+wait-free backprop: their communication is never hidden behind compute.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ class Predicted:
     workers: int
     calibrated_images_per_sec: float
     anchored_images_per_sec: float | None
-    no_overlap_images_per_sec: float | None
     iteration_time_s: float
     comm_s_per_iteration: float
     comm_hidden_s: float
@@ -59,7 +57,7 @@ def predict_kwargs(model: str, workers: int, batch: int, calibration: str | None
 def predict_run(
     model: str, workers: int, batch: int, calibration: str | None, baseline_ips: float | None
 ) -> Predicted:
-    """The three predictions of one worker count (``baseline_ips``: measured 1-worker img/s)."""
+    """The predictions of one worker count (``baseline_ips``: measured 1-worker img/s)."""
     import ddlsim
 
     kwargs = predict_kwargs(model, workers, batch, calibration)
@@ -74,12 +72,10 @@ def predict_run(
         for s in anchored.sim.spans
         if s.worker == 0 and s.name.startswith("NEGOTIATE") and s.iteration == _last(anchored)
     )
-    no_overlap = workers * batch / (anchored.iteration_time_s + hidden)
     return Predicted(
         workers=workers,
         calibrated_images_per_sec=calibrated.images_per_sec,
         anchored_images_per_sec=anchored.images_per_sec if baseline_ips is not None else None,
-        no_overlap_images_per_sec=no_overlap if baseline_ips is not None else None,
         iteration_time_s=anchored.iteration_time_s,
         comm_s_per_iteration=comm,
         comm_hidden_s=hidden,
@@ -112,8 +108,6 @@ def format_table(
         "err",
         "anchored",
         "err",
-        "no-overlap",
-        "err",
         "eff meas",
         "eff pred",
     )
@@ -134,8 +128,6 @@ def format_table(
                 _err(p.calibrated_images_per_sec, ips),
                 _num(p.anchored_images_per_sec) if n > 1 else "-",
                 _err(p.anchored_images_per_sec, ips) if n > 1 else "-",
-                _num(p.no_overlap_images_per_sec) if n > 1 else "-",
-                _err(p.no_overlap_images_per_sec, ips) if n > 1 else "-",
                 _num(eff_m, ".1%"),
                 _num(eff_p, ".1%") if n > 1 else "-",
             )
