@@ -21,13 +21,15 @@ from ddlsim.analysis.ttt import (
 )
 from ddlsim.cluster import catalog
 from ddlsim.cluster.specs import Cluster
-from ddlsim.comm import make_comm_model
+from ddlsim.comm import NCCL_METHODS, make_comm_model
 from ddlsim.comm.base import CommModel
+from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.dag import build_dag
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
-from ddlsim.engine.sync import DEFAULT_RANK_SIGMA, check_rank_sigma
+from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
 from ddlsim.errors import ConfigError
-from ddlsim.strategy import HOROVOD_VERSION, Strategy
+from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, horovod_release
+from ddlsim.strategy import Strategy
 from ddlsim.units import MiB
 from ddlsim.workload import profile as profile_io
 from ddlsim.workload.store import find_profile
@@ -86,12 +88,15 @@ class Setup:
 
     def simulate(self, options: SimOptions | None = None) -> SimResult:
         """Run the engine on this configuration."""
+        strategy = self.strategy
         return simulate(
             self.dag,
             self.cluster,
             self.comm,
-            horovod=self.strategy.is_horovod,
-            cycle_time_s=self.strategy.cycle_time_s,
+            horovod=strategy.is_horovod,
+            cycle_time_s=strategy.cycle_time_s,
+            negotiation=strategy.negotiation,
+            sleep_after_work=horovod_release(strategy.horovod_version).sleep_after_work,
             options=options,
         )
 
@@ -117,7 +122,11 @@ def prepare(
     fusion_threshold_mb: float | None = None,
     cycle_time_ms: float | None = None,
     hierarchical: bool = False,
-    algorithm: str = "ring",
+    algorithm: str = "auto",
+    nccl_version: str = DEFAULT_NCCL_VERSION,
+    nccl_protocol: str = "auto",
+    horovod_version: str = DEFAULT_HOROVOD_VERSION,
+    response_cache: bool = True,
     fp16_allreduce: bool = False,
     calibration: str | None = None,
     single_gpu_throughput: float | None = None,
@@ -126,11 +135,21 @@ def prepare(
 
     ``host_input_images_per_s`` is what one node's host CPUs decode per second with real data
     (default: the reference server's hardware threads x
-    :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`).
+    :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`). ``horovod_version`` sets the negotiation
+    scheme and the defaults of ``fusion_threshold_mb`` and ``cycle_time_ms``; ``nccl_version``
+    which (algorithm, protocol) NCCL picks per call (``algorithm`` / ``nccl_protocol``
+    ``auto``); with an NCCL method and no ``transport``, the transport NCCL picks on the
+    network (RDMA where the NICs offer it).
     """
     spec = get_model(model)
-    cluster = catalog.build_cluster(gpu, gpus, gpus_per_node, intra_node, inter_node, transport)
-    strategy_kwargs: dict[str, Any] = {}
+    cluster = catalog.build_cluster(
+        gpu, gpus, gpus_per_node, intra_node, inter_node, transport, nccl=comm in NCCL_METHODS
+    )
+    release = horovod_release(horovod_version)
+    strategy_kwargs: dict[str, Any] = {
+        "fusion_threshold_bytes": release.fusion_threshold_bytes,
+        "cycle_time_s": release.cycle_time_s,
+    }
     if fusion_threshold_mb is not None:
         if not 0 <= fusion_threshold_mb <= 65536:
             raise ConfigError(
@@ -148,6 +167,10 @@ def prepare(
         ps_placement=ps_placement,
         hierarchical=hierarchical,
         algorithm=algorithm,
+        nccl_version=nccl_version,
+        nccl_protocol=nccl_protocol,
+        horovod_version=horovod_version,
+        response_cache=response_cache,
         fp16_allreduce=fp16_allreduce,
         n_ps=n_ps,
         ps_colocated=ps_colocated,
@@ -167,6 +190,8 @@ def prepare(
         cluster,
         hierarchical=strategy.hierarchical,
         algorithm=strategy.algorithm,
+        nccl_version=strategy.nccl_version,
+        nccl_protocol=strategy.nccl_protocol,
         n_ps=strategy.n_ps,
         ps_colocated=strategy.ps_colocated,
         ps_placement=strategy.ps_placement,
@@ -186,6 +211,8 @@ def predict(
     stragglers: dict[int, float] | None = None,
     jitter_sigma: float = 0.0,
     rank_sigma: float = DEFAULT_RANK_SIGMA,
+    host_contention: float = DEFAULT_HOST_CONTENTION,
+    interference: bool = True,
     seed: int = 0,
     epochs: float = DEFAULT_EPOCHS,
     dataset_images: int = IMAGENET_1K_TRAIN_IMAGES,
@@ -196,8 +223,10 @@ def predict(
     ``config`` takes the keyword arguments of :func:`prepare` (``gpu``, ``batch``, ``comm``,
     ...); ``engine`` is ``fast`` or ``detailed``; ``stragglers`` maps GPU ranks to compute
     slowdowns and ``jitter_sigma`` adds seeded log-normal compute noise (detailed engine);
-    ``rank_sigma`` is each rank's per-iteration speed variability, charged by both engines as
-    waiting for the slowest rank (0: identical ranks; :mod:`ddlsim.engine.sync`);
+    ``rank_sigma`` (each rank's per-iteration speed variability, charged as waiting for the
+    slowest rank; 0: identical ranks), ``host_contention`` (compute slowdown of GPUs sharing a
+    node) and ``interference`` (communication kernels holding SMs) are the synchronisation
+    terms of :mod:`ddlsim.engine.sync`;
     ``epochs`` passes over ``dataset_images`` images give ``time_to_train_s``.
     """
     options = sim_options(
@@ -205,6 +234,8 @@ def predict(
         stragglers=stragglers,
         jitter_sigma=jitter_sigma,
         rank_sigma=rank_sigma,
+        host_contention=host_contention,
+        interference=interference,
         seed=seed,
     )
     validate_ttt_inputs(epochs, dataset_images)
@@ -220,7 +251,11 @@ def predict(
     ips = gpus * batch / sim.iteration_time_s
     single_ips = batch / single.iteration_time_s
     inputs = _inputs(workload.model.name, setup.cluster, strategy, workload, engine, setup.comm)
-    inputs["rank_sigma"] = options.rank_sigma
+    inputs.update(
+        rank_sigma=options.rank_sigma,
+        host_contention=options.host_contention,
+        interference=options.interference,
+    )
     if strategy.host_decodes_input:
         inputs["host_input_images_per_s"] = batch * setup.cluster.local_gpus / setup.input_time_s
     return Prediction(
@@ -229,9 +264,9 @@ def predict(
         scaling_efficiency=ips / (gpus * single_ips),
         single_gpu_images_per_sec=single_ips,
         time_to_train_s=time_to_train_s(ips, epochs, dataset_images),
-        breakdown=sim.breakdown.to_dict(),
+        breakdown={**sim.breakdown.to_dict(), **sim.sync_s},
         inputs={**inputs, "epochs": epochs, "dataset_images": dataset_images},
-        comm_ops=_comm_ops(sim),
+        comm_ops=_comm_ops(sim, setup.comm),
         sim=sim,
     )
 
@@ -242,6 +277,8 @@ def sim_options(
     stragglers: dict[int, float] | None = None,
     jitter_sigma: float = 0.0,
     rank_sigma: float = DEFAULT_RANK_SIGMA,
+    host_contention: float = DEFAULT_HOST_CONTENTION,
+    interference: bool = True,
     seed: int = 0,
 ) -> SimOptions:
     """The engine options of :func:`predict`'s keywords, checked (bad values: ConfigError)."""
@@ -249,11 +286,14 @@ def sim_options(
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     if not 0 <= jitter_sigma <= MAX_JITTER_SIGMA:
         raise ConfigError(f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {jitter_sigma:g}")
+    sync = SyncTerms(rank_sigma, host_contention, bool(interference))  # checks the values
     return SimOptions(
         engine=engine,
         slowdown=dict(stragglers or {}),
         jitter_sigma=jitter_sigma,
-        rank_sigma=check_rank_sigma(rank_sigma),
+        rank_sigma=sync.rank_sigma,
+        host_contention=sync.host_contention,
+        interference=sync.interference,
         seed=seed,
     )
 
@@ -336,7 +376,11 @@ def _inputs(model, cluster: Cluster, strategy: Strategy, workload, engine, comm_
         "cycle_time_ms": strategy.cycle_time_s * 1e3,
         "hierarchical": strategy.hierarchical,
         "algorithm": strategy.algorithm,
-        "horovod_defaults": f"Horovod {HOROVOD_VERSION}",
+        "nccl_version": strategy.nccl_version,
+        "nccl_protocol": strategy.nccl_protocol,
+        "horovod_version": strategy.horovod_version,
+        "response_cache": strategy.response_cache,
+        "negotiation": strategy.negotiation,
         "engine": engine,
         "calibration": {
             "file": prof.path,
@@ -348,7 +392,7 @@ def _inputs(model, cluster: Cluster, strategy: Strategy, workload, engine, comm_
     }
 
 
-def _comm_ops(sim: SimResult) -> list[dict[str, Any]]:
+def _comm_ops(sim: SimResult, comm: CommModel) -> list[dict[str, Any]]:
     last = max((s.iteration for s in sim.spans), default=0)
     return [
         {
@@ -357,6 +401,7 @@ def _comm_ops(sim: SimResult) -> list[dict[str, Any]]:
             "nbytes": s.nbytes,
             "start_s": s.start_s,
             "duration_s": s.end_s - s.start_s,
+            **comm.label(s.nbytes, s.kind),
         }
         for s in sim.spans
         if s.worker == 0 and s.iteration == last and s.stream.startswith("comm")

@@ -1,16 +1,20 @@
-"""How the job trains: gradient-exchange method, Horovod knobs, batch and precision.
+"""How the job trains: gradient-exchange method, Horovod and NCCL versions and knobs, batch.
 
 Defaults follow Horovod 0.28.1 (the last release, ``horovod/common/operations.cc``):
 ``HOROVOD_FUSION_THRESHOLD`` = 128 MiB, ``HOROVOD_CYCLE_TIME`` = 1 ms, response cache enabled,
-hierarchical allreduce off. Older releases (0.9–0.15, 2017–2018, the versions behind the
-published Horovod tables) used 64 MiB and 5 ms; pass them explicitly to reproduce those runs.
+hierarchical allreduce off; NCCL :data:`~ddlsim.comm.nccl.DEFAULT_NCCL_VERSION` choosing the
+algorithm and protocol per call. Older releases (0.9-0.20, 2017-2020, behind the published
+Horovod tables) used 64 MiB and 5 ms and negotiated differently: ``horovod_version`` selects
+them (:func:`ddlsim.horovod.horovod_release`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, NcclVersion
 from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, GATHER, horovod_release
 from ddlsim.units import MiB
 
 COMM_METHODS = (
@@ -29,9 +33,10 @@ PRECISIONS = ("fp32", "amp")
 DATA_KINDS = ("synthetic", "real")
 #: who decodes real data: the host CPUs (tf.data / framework readers) or the GPUs (NVIDIA DALI)
 INPUT_PIPELINES = ("host", "dali")
-ALGORITHMS = ("ring", "tree")
+ALGORITHMS = ("auto", "ring", "tree")
+NCCL_PROTOCOLS = ("auto", "LL", "LL128", "Simple")
 
-HOROVOD_VERSION = "0.28.1"
+HOROVOD_VERSION = DEFAULT_HOROVOD_VERSION
 DEFAULT_FUSION_THRESHOLD_BYTES = 128 * MiB
 DEFAULT_CYCLE_TIME_S = 1e-3
 DEFAULT_BATCH_PER_GPU = 64
@@ -49,6 +54,9 @@ class Strategy:
     decodes real data: the host CPUs (``host``) or the GPUs (``dali``, whose decode cost is part
     of the calibrated compute). ``wait_free_backprop`` overlaps each exchange with the rest of
     the backward pass; without it every exchange waits for the end of backprop (CPU workers).
+    ``algorithm`` (``auto`` = what ``nccl_version`` picks per call, ``ring``, ``tree``) and
+    ``nccl_protocol`` are ``NCCL_ALGO`` / ``NCCL_PROTO``; ``horovod_version`` selects the
+    release's negotiation; ``response_cache`` is ``HOROVOD_CACHE_CAPACITY`` > 0 (0.16+).
     """
 
     comm: str = "horovod-nccl"
@@ -59,7 +67,11 @@ class Strategy:
     fusion_threshold_bytes: int = DEFAULT_FUSION_THRESHOLD_BYTES
     cycle_time_s: float = DEFAULT_CYCLE_TIME_S
     hierarchical: bool = False
-    algorithm: str = "ring"
+    algorithm: str = "auto"
+    nccl_version: str = DEFAULT_NCCL_VERSION
+    nccl_protocol: str = "auto"
+    horovod_version: str = DEFAULT_HOROVOD_VERSION
+    response_cache: bool = True
     fp16_allreduce: bool = False
     n_ps: int | None = None
     ps_colocated: bool = True
@@ -77,6 +89,10 @@ class Strategy:
             raise UnknownNameError("input pipeline", self.input_pipeline, INPUT_PIPELINES)
         if self.algorithm not in ALGORITHMS:
             raise UnknownNameError("allreduce algorithm", self.algorithm, ALGORITHMS)
+        if self.nccl_protocol not in NCCL_PROTOCOLS:
+            raise UnknownNameError("NCCL protocol", self.nccl_protocol, NCCL_PROTOCOLS)
+        NcclVersion.parse(self.nccl_version)
+        horovod_release(self.horovod_version)  # refuses an unknown release
         if self.ps_placement not in ("cpu", "gpu"):
             raise UnknownNameError("ps placement", self.ps_placement, ("cpu", "gpu"))
         if not 1 <= self.batch_per_gpu <= 65536:
@@ -107,6 +123,14 @@ class Strategy:
     def host_decodes_input(self) -> bool:
         """Whether the host CPUs decode every batch (real data without DALI)."""
         return self.data == "real" and self.input_pipeline == "host"
+
+    @property
+    def negotiation(self) -> str:
+        """Horovod's negotiation scheme for this release and cache setting."""
+        release = horovod_release(self.horovod_version)
+        if release.has_response_cache and not self.response_cache:
+            return GATHER  # HOROVOD_CACHE_CAPACITY=0: every cycle gathers the requests
+        return release.negotiation
 
     @property
     def grad_dtype(self) -> str:

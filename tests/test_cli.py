@@ -399,8 +399,11 @@ def test_text_report_has_the_numbers_and_the_assumptions(
         "GPU            p100-sxm2",
         "intra-node     nvlink-p100",
         "inter-node     25gbe",
-        "tcp",
+        "rdma",  # NCCL's own choice on RoCE-capable 25 GbE
         "method         horovod-nccl",
+        "horovod        0.28.1: fusion 128 MiB, cycle 1 ms, negotiation cache",
+        "nccl           2.14: algorithm auto, protocol auto; ran ",
+        "sync           rank sigma",
         "batch          64 per GPU, fp32",
         f"calibration    {doc['inputs']['calibration']['method']}: "
         + str(shipped_file("p100-sxm2", "alexnet", "b64-fp32.json")),

@@ -62,8 +62,10 @@ def _bool(what: str) -> Callable[[Any], Any]:
 def _checkers() -> dict[str, Callable[[Any], Any]]:
     from ddlsim.cluster import catalog
     from ddlsim.cluster.specs import TRANSPORTS
+    from ddlsim.comm.nccl import NcclVersion
     from ddlsim.engine.simulate import ENGINES
-    from ddlsim.strategy import ALGORITHMS, COMM_METHODS, DATA_KINDS, PRECISIONS
+    from ddlsim.horovod import horovod_release
+    from ddlsim.strategy import ALGORITHMS, COMM_METHODS, DATA_KINDS, NCCL_PROTOCOLS, PRECISIONS
     from ddlsim.workload.zoo import MODEL_NAMES
 
     return {
@@ -76,6 +78,9 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
         "precision": _names("precision", lambda: PRECISIONS),
         "data": _names("data", lambda: DATA_KINDS),
         "algorithm": _names("allreduce algorithm", lambda: ALGORITHMS),
+        "nccl_protocol": _names("NCCL protocol", lambda: NCCL_PROTOCOLS),
+        "nccl_version": lambda v: str(NcclVersion.parse(v)),
+        "horovod_version": lambda v: horovod_release(str(v)).version,
         "engine": _names("engine", lambda: ENGINES),
         "gpus": _int("gpus", 1, 1_000_000),
         "gpus_per_node": _int("gpus_per_node", 1, 64),

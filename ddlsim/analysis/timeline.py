@@ -43,7 +43,15 @@ from ddlsim.errors import ConfigError
 #: more exported iterations than this make traces nobody opens
 MAX_TRACE_ITERATIONS = 100
 #: predict() keywords that are engine options rather than configuration
-_ENGINE_KEYS = ("engine", "stragglers", "jitter_sigma", "rank_sigma", "seed")
+_ENGINE_KEYS = (
+    "engine",
+    "stragglers",
+    "jitter_sigma",
+    "rank_sigma",
+    "host_contention",
+    "interference",
+    "seed",
+)
 #: predict() keywords with no bearing on one iteration's timeline
 _IGNORED_KEYS = ("epochs", "dataset_images")
 

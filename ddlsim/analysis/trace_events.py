@@ -10,7 +10,7 @@ from typing import Any
 
 from ddlsim.dag import COMM_KINDS
 from ddlsim.engine.breakdown import union_intervals
-from ddlsim.engine.core import Span
+from ddlsim.engine.core import INTERFERENCE, Span
 from ddlsim.units import BYTES_PER_ELEMENT, US_PER_S
 
 Interval = tuple[float, float]
@@ -98,6 +98,9 @@ class EventFactory:
 
     def _compute(self, s: Span, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         layer = self.layers.get(s.name)
+        if s.kind == INTERFERENCE:
+            args["what"] = "compute slowed by collectives holding SMs while it overlapped them"
+            return s.name, args
         if s.kind == "update" or layer is None:
             args["what"] = "optimizer update, loss and time no layer owns"
             return s.name, args
@@ -126,6 +129,7 @@ class EventFactory:
             tensor_bytes=[self.tensor_bytes.get(t, 0) for t in tensors],
             n_tensors=len(tensors),
         )
+        args.update(self.setup.comm.label(s.nbytes, s.kind))  # NCCL: algorithm, protocol
         if dur > 0:
             args["algbw_GBps"] = s.nbytes / dur / 1e9
         name = self.allreduce_name if s.kind == "allreduce" and self.allreduce_name else s.name

@@ -12,20 +12,19 @@ import sys
 
 from ddlsim.analysis.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES
 from ddlsim.cli.report import format_prediction
-from ddlsim.engine.sync import DEFAULT_RANK_SIGMA
+from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
+from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA
 from ddlsim.errors import ConfigError
+from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
 from ddlsim.strategy import (
     ALGORITHMS,
     COMM_METHODS,
     DATA_KINDS,
     DEFAULT_BATCH_PER_GPU,
-    DEFAULT_CYCLE_TIME_S,
-    DEFAULT_FUSION_THRESHOLD_BYTES,
-    HOROVOD_VERSION,
     INPUT_PIPELINES,
+    NCCL_PROTOCOLS,
     PRECISIONS,
 )
-from ddlsim.units import MiB
 
 
 def _int(text: str) -> int:
@@ -125,22 +124,50 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         help="ps / replicated-cpu: the device holding the variables (default: cpu)",
     )
     p.add_argument(
+        "--horovod-version",
+        default=DEFAULT_HOROVOD_VERSION,
+        metavar="X.Y[.Z]",
+        help="Horovod release: its negotiation (<= 0.12 one MPI message per tensor through "
+        "rank 0; 0.13-0.15 gather/broadcast; 0.16+ response cache) and its defaults of the "
+        f"fusion threshold and cycle time (default: {DEFAULT_HOROVOD_VERSION})",
+    )
+    p.add_argument(
         "--fusion-threshold-mb",
         type=_number,
         default=None,
-        help=f"HOROVOD_FUSION_THRESHOLD in MiB (default: "
-        f"{DEFAULT_FUSION_THRESHOLD_BYTES // MiB}, Horovod {HOROVOD_VERSION})",
+        help="HOROVOD_FUSION_THRESHOLD in MiB (default: the release's, 128 from 0.21, 64 before)",
     )
     p.add_argument(
         "--cycle-time-ms",
         type=_number,
         default=None,
-        help=f"HOROVOD_CYCLE_TIME in ms (default: {DEFAULT_CYCLE_TIME_S * 1e3:g}, "
-        f"Horovod {HOROVOD_VERSION})",
+        help="HOROVOD_CYCLE_TIME in ms (default: the release's, 1 from 0.21, 5 before)",
+    )
+    p.add_argument(
+        "--no-response-cache",
+        action="store_true",
+        help="HOROVOD_CACHE_CAPACITY=0 (0.16+): every cycle gathers the requests at rank 0",
     )
     p.add_argument("--hierarchical", action="store_true", help="HOROVOD_HIERARCHICAL_ALLREDUCE=1")
     p.add_argument(
-        "--algorithm", default="ring", choices=ALGORITHMS, help="NCCL allreduce algorithm"
+        "--nccl-version",
+        default=DEFAULT_NCCL_VERSION,
+        metavar="X.Y",
+        help="NCCL release: 2.0-2.3 rings only (LL for small calls), 2.4 adds trees, 2.5+ picks "
+        f"(algorithm, protocol) per call from its cost model (default: {DEFAULT_NCCL_VERSION}, "
+        "the NCCL of PyTorch 2.0's wheels, the newest framework Horovod 0.28.1 supports)",
+    )
+    p.add_argument(
+        "--algorithm",
+        default="auto",
+        choices=ALGORITHMS,
+        help="NCCL_ALGO: auto = what that NCCL picks per call (default), ring or tree",
+    )
+    p.add_argument(
+        "--nccl-protocol",
+        default="auto",
+        choices=NCCL_PROTOCOLS,
+        help="NCCL_PROTO: auto (default), LL, LL128 (2.5+, Volta+) or Simple",
     )
     p.add_argument(
         "--fp16-allreduce",
@@ -173,6 +200,19 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         help="per-rank, per-iteration speed variability (log-normal sigma) charged as waiting "
         f"for the slowest rank; 0 = identical ranks (default: {DEFAULT_RANK_SIGMA:g}, fitted)",
     )
+    p.add_argument(
+        "--host-contention",
+        type=_number,
+        default=DEFAULT_HOST_CONTENTION,
+        metavar="FRACTION",
+        help="compute slowdown of each GPU when a node runs several (shared CPUs, PCIe root, "
+        f"power); 0 = none (default: {DEFAULT_HOST_CONTENTION:g}, fitted on single-node runs)",
+    )
+    p.add_argument(
+        "--no-interference",
+        action="store_true",
+        help="do not slow compute while collectives hold SMs (NCCL: one SM per channel)",
+    )
     p.add_argument("--seed", type=_int, default=0, help="seed of the jitter")
 
 
@@ -203,6 +243,10 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "cycle_time_ms": args.cycle_time_ms,
         "hierarchical": args.hierarchical,
         "algorithm": args.algorithm,
+        "nccl_version": args.nccl_version,
+        "nccl_protocol": args.nccl_protocol,
+        "horovod_version": args.horovod_version,
+        "response_cache": not args.no_response_cache,
         "fp16_allreduce": args.fp16_allreduce,
         "engine": args.engine,
         "calibration": args.calibration,
@@ -210,6 +254,8 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "stragglers": args.stragglers,
         "jitter_sigma": args.jitter,
         "rank_sigma": args.rank_sigma,
+        "host_contention": args.host_contention,
+        "interference": not args.no_interference,
         "seed": args.seed,
     }
 

@@ -24,6 +24,18 @@ def _calibration_source(cal: dict[str, Any]) -> str:
     return "derived in memory"
 
 
+def _nccl_choices(ops: list[dict[str, Any]]) -> str:
+    """``; ran ring/LL x 3, tree/Simple x 51`` from the ops' labels (empty without NCCL)."""
+    counts: dict[str, int] = {}
+    for op in ops:
+        if "algorithm" in op:
+            key = f"{op['algorithm']}/{op['protocol']}"
+            counts[key] = counts.get(key, 0) + 1
+    if not counts:
+        return ""
+    return "; ran " + ", ".join(f"{k} x {n}" for k, n in sorted(counts.items()))
+
+
 def format_prediction(p: Prediction) -> str:
     """Multi-line text report: throughput, breakdown, assumptions."""
     i = p.inputs
@@ -45,10 +57,16 @@ def format_prediction(p: Prediction) -> str:
         f"    compute                     {_ms(b['compute_s'])}  "
         f"{100 * b['compute_s'] / it:5.1f} %",
         f"      communication hidden      {_ms(b['comm_hidden_s'])}  (overlapped with backprop)",
+        f"      node contention           {_ms(b.get('contention_s', 0.0))}  "
+        "(GPUs sharing a node; part of compute)",
+        f"      comm interference         {_ms(b.get('interference_s', 0.0))}  "
+        "(collectives holding SMs; part of compute)",
         f"    communication exposed       {_ms(b['comm_exposed_s'])}  "
         f"{100 * b['comm_exposed_s'] / it:5.1f} %",
         f"    coordination / sync wait    {_ms(b['coordination_s'])}  "
         f"{100 * b['coordination_s'] / it:5.1f} %",
+        f"      waiting for slowest rank  {_ms(b.get('straggler_wait_s', 0.0))}  "
+        "(per-rank variability)",
     ]
     if b["input_stall_s"] > 0:
         lines.append(
@@ -75,9 +93,13 @@ def format_prediction(p: Prediction) -> str:
         ),
         f"    method         {i['comm']} ({i['comm_model']}), {n_ops} op(s)/iteration, "
         f"{total_bytes / 1e6:.1f} MB/iteration",
-        f"    horovod        fusion {i['fusion_threshold_mb']:g} MiB, cycle "
-        f"{i['cycle_time_ms']:g} ms, hierarchical {'on' if i['hierarchical'] else 'off'} "
-        f"({i['horovod_defaults']} defaults)",
+        f"    horovod        {i['horovod_version']}: fusion {i['fusion_threshold_mb']:g} MiB, "
+        f"cycle {i['cycle_time_ms']:g} ms, negotiation {i['negotiation']}, hierarchical "
+        f"{'on' if i['hierarchical'] else 'off'}",
+        f"    nccl           {i['nccl_version']}: algorithm {i['algorithm']}, protocol "
+        f"{i['nccl_protocol']}{_nccl_choices(p.comm_ops)}",
+        f"    sync           rank sigma {i['rank_sigma']:g}, host contention "
+        f"{100 * i['host_contention']:g} %, interference {'on' if i['interference'] else 'off'}",
         f"    batch          {i['batch_per_gpu']} per GPU, {i['precision']}, {i['data']} data, "
         f"gradients {i['grad_dtype']}",
         f"    calibration    {cal['method']}: {_calibration_source(cal)}",

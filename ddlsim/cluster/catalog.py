@@ -16,7 +16,8 @@ first use (FLOP/s, bytes/s, seconds, bytes), then caches the result.
   v100-sxm3, nvlink-a100 / nvlink-h100);
 * ``inter_node`` = ``"ib-edr"`` when the cluster spans several nodes, ``"none"`` otherwise;
 * ``transport`` = the network's default transport (Ethernet and cloud networks: tcp;
-  InfiniBand and Aries: rdma).
+  InfiniBand and Aries: rdma); for NCCL (``nccl=True``) the transport NCCL itself picks:
+  RDMA wherever the network's NICs offer it (RoCE on 25/40/100 GbE), sockets otherwise.
 """
 
 from __future__ import annotations
@@ -134,14 +135,17 @@ def build_cluster(
     inter_node: str | None = None,
     transport: str | None = None,
     nics_per_node: int = 1,
+    *,
+    nccl: bool = False,
 ) -> Cluster:
     """Resolve a homogeneous data-parallel cluster of ``n_gpus`` GPUs of type ``device``.
 
     Defaults (module docstring): ``gpus_per_node`` = min(n_gpus, device's reference node size,
     the fabric's GPU limit); ``intra_node`` = "none" for one GPU per node, else the device's
     reference fabric; ``inter_node`` = "ib-edr" for several nodes, else "none"; ``transport`` =
-    the network's default. ``n_gpus`` below ``gpus_per_node`` means one node using ``n_gpus``
-    GPUs; above it, ``n_gpus`` must be a multiple of ``gpus_per_node``. Raises
+    the network's default (with ``nccl=True``: the transport NCCL picks on that network, e.g.
+    RDMA over RoCE-capable 25 GbE). ``n_gpus`` below ``gpus_per_node`` means one node using
+    ``n_gpus`` GPUs; above it, ``n_gpus`` must be a multiple of ``gpus_per_node``. Raises
     :class:`UnknownNameError` for unknown names and :class:`ConfigError` for bad values or
     combinations. Hops are in SI units (bytes/s, seconds).
     """
@@ -184,7 +188,7 @@ def build_cluster(
         )
     net, _instance = cat.network(inter_id, device_id)
     if transport is None:
-        transport_id = net.default_transport
+        transport_id = net.nccl_transport if nccl else net.default_transport
     else:
         transport_id = _norm(transport)
         if transport_id not in TRANSPORTS:
@@ -207,6 +211,8 @@ def build_cluster(
         host=Hop(host.bandwidth_Bps("rdma"), host.message_latency_s("rdma")),
         gpus_per_pcie_switch=max(1, min(fabric.gpus_per_pcie_switch, local)),
         nics_per_node=nics,
+        nccl_hop=fabric.nccl_hop,
+        nccl_channels=fabric.nccl_channels,
     )
 
 

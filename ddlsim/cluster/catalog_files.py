@@ -45,16 +45,22 @@ _DEVICE_FIGURES = (
 _DEVICE_KEYS = frozenset({"name", "sources", *_DEVICE_FIGURES})
 #: optional device key: "gpu" (default) or "cpu" (a CPU core as the worker device)
 DEVICE_KINDS = ("gpu", "cpu")
+#: keys every GPU (not a CPU worker) must have: its architecture and streaming multiprocessors
+_GPU_FIGURES = ("arch", "sm_count")
+GPU_ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
+#: NCCL's latency classes of an intra-node hop (rows of its tuning tables)
+NCCL_HOPS = ("nvlink", "pcie")
 _BANDWIDTH_KEY = {"intra": "bandwidth_GBps", "host": "bandwidth_GBps", "inter": "bandwidth_Gbps"}
 _LINK_COMMON = ("description", "efficiency", "latency_us", "default_transport")
 _LINK_KEYS = {
     "intra": frozenset(
         {*_LINK_COMMON, "bandwidth_GBps", "gpus_per_pcie_switch", "max_gpus"}
-        | {"sources", "assumptions"}
+        | {"nccl_hop", "nccl_channels", "sources", "assumptions"}
     ),
     "host": frozenset({*_LINK_COMMON, "bandwidth_GBps", "sources", "assumptions"}),
     "inter": frozenset(
-        {*_LINK_COMMON, "bandwidth_Gbps", "instance", "by_gpu", "sources", "assumptions"}
+        {*_LINK_COMMON, "bandwidth_Gbps", "instance", "by_gpu", "nccl_transport"}
+        | {"sources", "assumptions"}
     ),
 }
 _BY_GPU_KEYS = frozenset({"instance", "bandwidth_Gbps", "efficiency", "source"})
@@ -175,6 +181,12 @@ class _Checker:
             raise self.fail(key, f"must be a {kind} finite number, got {value!r}")
         return float(value)
 
+    def choice(self, entry: dict[str, Any], key: str, valid: tuple[str, ...]) -> str:
+        value = entry.get(key)
+        if value not in valid:
+            raise self.fail(key, f"must be one of {', '.join(valid)}, got {value!r}")
+        return value
+
     def count(self, value: object, key: str) -> int:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise self.fail(key, f"must be a positive integer, got {value!r}")
@@ -225,7 +237,9 @@ def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
             bw_key = _BANDWIDTH_KEY[scope]
             required = frozenset({*_LINK_COMMON, bw_key, "sources"})
             if scope == "intra":
-                required |= {"gpus_per_pcie_switch", "max_gpus"}
+                required |= {"gpus_per_pcie_switch", "max_gpus", "nccl_hop", "nccl_channels"}
+            if scope == "inter":
+                required |= {"nccl_transport"}
             check.keys(entry, required, _LINK_KEYS[scope])
             figures = ["efficiency", "latency_us"]
             if link_id == NONE:
@@ -247,6 +261,7 @@ def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
             efficiency = check.per_transport(entry["efficiency"], "efficiency", fraction=True)
             latency = check.per_transport(entry["latency_us"], "latency_us", fraction=False)
             per_switch = 0
+            nccl: dict[str, Any] = {}
             if scope == "intra":
                 per_switch = check.count(entry["gpus_per_pcie_switch"], "gpus_per_pcie_switch")
                 limit = entry["max_gpus"]
@@ -254,6 +269,12 @@ def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
                 figures.append("gpus_per_pcie_switch")
                 if limit is not None:
                     figures.append("max_gpus")
+                nccl["nccl_hop"] = check.choice(entry, "nccl_hop", NCCL_HOPS)
+                nccl["nccl_channels"] = check.count(entry["nccl_channels"], "nccl_channels")
+                figures += ["nccl_hop", "nccl_channels"]
+            if scope == "inter":
+                nccl["nccl_transport"] = check.choice(entry, "nccl_transport", TRANSPORTS)
+                figures.append("nccl_transport")
             sections[scope][link_id] = LinkSpec(
                 id=link_id,
                 scope=scope,
@@ -264,6 +285,7 @@ def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
                 description=check.text(entry, "description"),
                 gpus_per_pcie_switch=per_switch,
                 sources=check.documented(entry, figures),
+                **nccl,
             )
             if "instance" in entry:
                 instances[link_id] = check.text(entry, "instance")
@@ -313,10 +335,15 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         check = _Checker(file, f"device {device_id!r}")
         check.identifier(device_id)
         entry = check.obj(raw, None)
-        check.keys(entry, _DEVICE_KEYS, frozenset({"kind"}))
         kind = entry.get("kind", DEVICE_KINDS[0])
         if kind not in DEVICE_KINDS:
             raise check.fail("kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
+        gpu_keys = frozenset(_GPU_FIGURES) if kind == "gpu" else frozenset()
+        check.keys(entry, _DEVICE_KEYS | gpu_keys, frozenset({"kind"}))
+        arch, sm_count = "cpu", 0
+        if kind == "gpu":
+            arch = check.choice(entry, "arch", GPU_ARCHS)
+            sm_count = check.count(entry["sm_count"], "sm_count")
         fp32 = check.number(entry["peak_fp32_TFLOPS"], "peak_fp32_TFLOPS")
         fp16 = entry["peak_fp16_TFLOPS"]
         if fp16 is not None:
@@ -346,8 +373,12 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
             memory_bytes=round(check.number(entry["memory_GiB"], "memory_GiB") * GiB),
             host_link=host_link,
             host_cpu_threads=check.count(entry["host_cpu_threads"], "host_cpu_threads"),
-            sources=check.documented({"sources": entry["sources"]}, list(_DEVICE_FIGURES)),
+            sources=check.documented(
+                {"sources": entry["sources"]}, [*_DEVICE_FIGURES, *sorted(gpu_keys)]
+            ),
             kind=kind,
+            arch=arch,
+            sm_count=sm_count,
         )
         node_gpus[device_id] = per_node
         default_intra[device_id] = intra

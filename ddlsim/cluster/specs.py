@@ -31,6 +31,13 @@ class DeviceSpec:
     host_cpu_threads: int = 0  # hardware threads of the reference server's CPUs (0: unknown)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
     kind: str = "gpu"  # "gpu" | "cpu" (a CPU core as the worker device)
+    arch: str = "pascal"  # GPU architecture generation (NCCL protocols, caps); "cpu" for CPUs
+    sm_count: int = 0  # streaming multiprocessors (0: not a GPU); NCCL's CTAs occupy some
+
+    @property
+    def volta_or_later(self) -> bool:
+        """Whether the GPU is Volta or newer (NCCL's LL128 protocol, larger LL threshold)."""
+        return self.arch in ("volta", "turing", "ampere", "hopper")
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,9 @@ class LinkSpec:
     description: str = ""
     gpus_per_pcie_switch: int = 0  # intra fabrics on PCIe: GPUs sharing one switch uplink
     sources: dict[str, str] = field(default_factory=dict, compare=False)
+    nccl_hop: str = "pcie"  # intra fabrics: NCCL's latency class of a hop (nvlink | pcie)
+    nccl_channels: int = 2  # intra fabrics: channels (rings, one CTA each) NCCL opens
+    nccl_transport: str = ""  # networks: the transport NCCL picks when none is given
 
     def bandwidth_Bps(self, transport: str | None = None) -> float:
         """Achievable bandwidth per direction over ``transport`` (default: the link's own)."""
@@ -97,7 +107,8 @@ class Cluster:
     gpus_per_pcie_switch: int
     nics_per_node: int = 1
     host_reduce_Bps: float = 10e9
-    control_latency_s: float = 50e-6  # one small control message between ranks (negotiation)
+    nccl_hop: str = "pcie"  # NCCL latency class of an intra-node hop: nvlink | pcie
+    nccl_channels: int = 2  # channels NCCL runs (one CTA, i.e. one SM, each)
 
     @property
     def n_nodes(self) -> int:

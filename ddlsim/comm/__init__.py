@@ -17,10 +17,10 @@ from ddlsim.comm.distributed_replicated import DistributedReplicatedModel
 from ddlsim.comm.gloo import GlooModel
 from ddlsim.comm.hierarchical import HierarchicalModel
 from ddlsim.comm.mpi import MPIModel
+from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, PROTOCOLS
+from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.comm.ps import PSModel, default_n_ps
 from ddlsim.comm.replicated import ReplicatedCpuModel, ReplicatedNcclModel
-from ddlsim.comm.ring import RingModel
-from ddlsim.comm.tree import TreeModel
 from ddlsim.errors import ConfigError, UnknownNameError
 
 METHODS = (
@@ -33,11 +33,19 @@ METHODS = (
     "distributed-replicated",
     "horovod-gloo",
 )
-ALGORITHMS = ("ring", "tree")
+ALGORITHMS = ("auto", "ring", "tree")
+NCCL_PROTOCOLS = ("auto", *PROTOCOLS)
 #: methods whose collectives are NCCL's (GPU workers only)
 NCCL_METHODS = ("horovod-nccl", "replicated-nccl")
 
-__all__ = ["ALGORITHMS", "METHODS", "CommModel", "default_n_ps", "make_comm_model"]
+__all__ = [
+    "ALGORITHMS",
+    "METHODS",
+    "NCCL_PROTOCOLS",
+    "CommModel",
+    "default_n_ps",
+    "make_comm_model",
+]
 
 
 def make_comm_model(
@@ -45,7 +53,9 @@ def make_comm_model(
     cluster: Cluster,
     *,
     hierarchical: bool = False,
-    algorithm: str = "ring",
+    algorithm: str = "auto",
+    nccl_version: str = DEFAULT_NCCL_VERSION,
+    nccl_protocol: str = "auto",
     n_ps: int | None = None,
     ps_colocated: bool = True,
     ps_placement: str = "cpu",
@@ -53,8 +63,10 @@ def make_comm_model(
 ) -> CommModel:
     """The communication model of ``method`` on ``cluster``.
 
-    ``horovod-nccl`` is a flat ring (``algorithm="tree"``: NCCL's double binary tree;
-    ``hierarchical=True``: Horovod's hierarchical allreduce, which takes precedence);
+    ``horovod-nccl`` is NCCL's allreduce as ``nccl_version`` runs it: ``algorithm`` ``auto``
+    (what that NCCL picks per call), ``ring`` or ``tree`` (``NCCL_ALGO``), ``nccl_protocol``
+    ``auto``, ``LL``, ``LL128`` or ``Simple`` (``NCCL_PROTO``); ``hierarchical=True`` is
+    Horovod's hierarchical allreduce (NCCL calls per level), which takes precedence;
     ``horovod-gloo`` is Gloo's ring over TCP (loopback inside a node), summed on the CPU.
     ``n_ps`` (``ps``, ``distributed-replicated``, ``byteps``) defaults to one per worker node
     (1 on a single node), the tf_cnn_benchmarks convention; ``ps_colocated`` puts PS shards /
@@ -67,6 +79,8 @@ def make_comm_model(
         raise UnknownNameError("comm method", method, METHODS)
     if algorithm not in ALGORITHMS:
         raise UnknownNameError("allreduce algorithm", algorithm, ALGORITHMS)
+    if nccl_protocol not in NCCL_PROTOCOLS:
+        raise UnknownNameError("NCCL protocol", nccl_protocol, NCCL_PROTOCOLS)
     if method in NCCL_METHODS and cluster.device.kind == "cpu" and cluster.n_gpus > 1:
         raise ConfigError(
             f"{method} runs NCCL, which needs GPUs; CPU workers ({cluster.device.id}) exchange "
@@ -74,8 +88,10 @@ def make_comm_model(
         )
     if method == "horovod-nccl":
         if hierarchical:
-            return HierarchicalModel(cluster)
-        return TreeModel(cluster) if algorithm == "tree" else RingModel(cluster)
+            return HierarchicalModel(cluster, version=nccl_version)
+        return NcclAllreduceModel(
+            cluster, version=nccl_version, algorithm=algorithm, protocol=nccl_protocol
+        )
     if method == "horovod-mpi":
         return MPIModel(cluster)
     if method == "horovod-gloo":

@@ -49,6 +49,16 @@ class CommModel(ABC):
         """Channel of the ``op_index``-th operation of an iteration (shard placement)."""
         return 0
 
+    def sm_blocks(self) -> int:
+        """Thread blocks the method's communication kernels keep resident on each GPU while
+        an operation runs (NCCL: one per channel); 0 where copies and sums run elsewhere."""
+        return 0
+
+    def label(self, nbytes: float, op: str = "allreduce") -> dict[str, str]:
+        """How one ``op`` of ``nbytes`` runs (NCCL: ``algorithm``, ``protocol``); ``{}`` where
+        the method has nothing to choose."""
+        return {}
+
     @abstractmethod
     def time_s(self, nbytes: float, op: str = "allreduce", channel: int = 0) -> float:
         """Closed-form duration of one ``op`` on ``nbytes`` per worker, all workers starting

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from dataclasses import replace
 
 import numpy as np
 
@@ -133,6 +134,29 @@ class Fabric:
     def schedule(self, steps: list[Step]) -> Schedule:
         """A :class:`Schedule` of ``steps`` over this fabric."""
         return Schedule(self.n_ranks, self.n_endpoints, self.capacity_Bps, steps)
+
+
+def timed_step(
+    fabric: Fabric, unit: Step, repeat: int, bandwidth_s: float, latency_s: float
+) -> Step:
+    """``unit`` (the flows of one step, any sizes) rescaled so that ``repeat`` repetitions take
+    ``latency_s + bandwidth_s`` when every rank starts together.
+
+    A closed form that is not a sum of per-step link costs (NCCL's: a latency summed along the
+    ring, a protocol's bandwidth factor, per-channel caps) is executed this way: every flow
+    carries the latency ``latency_s / repeat`` and bytes in the proportions of ``unit``, scaled
+    so that the slowest flow of a step (equal sharing, as the executor shares) takes
+    ``bandwidth_s / repeat`` to transfer. Which ranks wait for which stays the unit's.
+    """
+    zero = replace(unit, latency_s=np.zeros_like(unit.latency_s), repeat=1)
+    per_step_s = float(fabric.schedule([]).durations_s(zero).max()) if unit.n_flows else 0.0
+    scale = bandwidth_s / (repeat * per_step_s) if per_step_s > 0 else 0.0
+    return replace(
+        unit,
+        nbytes=unit.nbytes * scale,
+        latency_s=np.full(unit.n_flows, latency_s / repeat),
+        repeat=repeat,
+    )
 
 
 def share_Bps(*cap_count: tuple[float, int]) -> float:

@@ -2,9 +2,10 @@
 
 Every GPU holds a copy of the variables and the gradients are all-reduced inside the node:
 
-- ``replicated-nccl`` (``all_reduce_spec=nccl``): an NCCL ring allreduce over the node's GPUs,
-  exactly :class:`ddlsim.comm.ring.RingModel` on one node:
-  T = 2 (N-1) (alpha_intra + S / (N B_intra));
+- ``replicated-nccl`` (``all_reduce_spec=nccl``): TensorFlow 1.x's own NCCL ops
+  (``tf.contrib.nccl``, NCCL 1.x bundled with TensorFlow): a ring allreduce over the node's
+  GPUs with NCCL 1's only protocol, SIMPLE (no LL), costed as NCCL's ring
+  (:class:`~ddlsim.comm.nccl_allreduce.NcclAllreduceModel` with rings only);
 - ``replicated-cpu`` (no NCCL, ``local_parameter_device=cpu``): every GPU sends S to the host
   over PCIe (the m GPUs of a switch share its uplink), the CPU sums the N copies at
   R = ``host_reduce_Bps``, and sends S back to every GPU:
@@ -24,7 +25,7 @@ import numpy as np
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows, step
 from ddlsim.comm.fabric import ScheduledModel, cluster_label
-from ddlsim.comm.ring import RingModel
+from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.errors import ConfigError, UnknownNameError
 
 PLACEMENTS = ("cpu", "gpu")
@@ -39,14 +40,14 @@ def require_single_node(cluster: Cluster, method: str) -> None:
         )
 
 
-class ReplicatedNcclModel(RingModel):
-    """``replicated-nccl``: NCCL ring allreduce inside the one node."""
+class ReplicatedNcclModel(NcclAllreduceModel):
+    """``replicated-nccl``: NCCL 1 ring allreduce (SIMPLE) inside the one node."""
 
     name = "replicated-nccl"
 
     def __init__(self, cluster: Cluster) -> None:
         require_single_node(cluster, self.name)
-        super().__init__(cluster)
+        super().__init__(cluster, version="2.0", algorithm="ring", protocol="Simple")
 
 
 class ReplicatedCpuModel(ScheduledModel):

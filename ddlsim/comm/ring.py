@@ -1,18 +1,14 @@
-"""NCCL ring allreduce over all N GPUs (``horovod-nccl``, the default algorithm).
+"""Ring building blocks shared by the methods: ring flows and per-hop costs.
 
 Ranks are packed node by node, so the ring ``0 -> 1 -> ... -> N-1 -> 0`` crosses each node
 boundary once: inside a node a hop is the intra fabric (GPU port to GPU port), between nodes it
 is the NIC, and each node's NIC carries exactly one ring crossing per direction. A ring
 allreduce is a reduce-scatter then an allgather, 2(N-1) steps in which every rank sends one
-S/N chunk to its successor; NCCL fuses the summation into its copy kernels, so no reduction
-term. A step lasts as long as its slowest hop, hence::
-
-    T_ring = 2 (N - 1) * max over hops h in the ring of (alpha_h + (S / N) / B_h)
-
-with B_h = ``intra`` bandwidth for an intra-node hop and ``nics_per_node`` x ``nic`` bandwidth
-for a crossing. The event-level schedule is one step of N flows repeated 2(N-1) times; with all
-ranks starting together the executor reproduces the formula exactly (the slowest hop's source
-is busy for the whole of every step).
+S/N chunk to its successor. NCCL's ring is costed by NCCL's own model
+(:mod:`ddlsim.comm.nccl`, :mod:`ddlsim.comm.nccl_allreduce`); the host rings of MPI and Gloo,
+whose steps are lock-step sends and receives, take their slowest hop per step
+(:func:`ring_hop_s`): alpha_h + chunk / B_h with B_h the intra bandwidth for an intra-node hop
+and ``nics_per_node`` x NIC bandwidth for a crossing.
 """
 
 from __future__ import annotations
@@ -20,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from ddlsim.cluster.specs import Cluster
-from ddlsim.comm.executor import Step, flows, step
-from ddlsim.comm.fabric import Fabric, ScheduledModel
+from ddlsim.comm.executor import Step, flows
+from ddlsim.comm.fabric import Fabric
 from ddlsim.errors import SimulationError
 
 
@@ -83,18 +79,3 @@ def intra_ring_s(cluster: Cluster, nbytes: float) -> float:
 def intra_rings(fabric: Fabric) -> np.ndarray:
     """One ring per node over its local ranks (n x g)."""
     return np.arange(fabric.n_ranks).reshape(fabric.n_nodes, fabric.g)
-
-
-class RingModel(ScheduledModel):
-    """NCCL ring allreduce: T = 2(N-1) max_h(alpha_h + S/(N B_h)) (see module docstring)."""
-
-    name = "horovod-nccl"
-
-    def _time_s(self, nbytes: float, op: str, channel: int) -> float:
-        n = self.cluster.n_gpus
-        return 2 * (n - 1) * ring_hop_s(self.cluster, nbytes / n)
-
-    def _schedule(self, nbytes: float, op: str, channel: int) -> list[Step]:
-        f = self.fabric
-        ring = np.arange(f.n_ranks)[None, :]
-        return [step(ring_flows(f, ring, nbytes / f.n_ranks), repeat=2 * (f.n_ranks - 1))]

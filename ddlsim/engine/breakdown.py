@@ -19,6 +19,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 from ddlsim.engine.core import Span
+from ddlsim.engine.intervals import clip, intersection_length, length, union_intervals
+
+__all__ = ["Breakdown", "mean_breakdown", "union_intervals", "window_breakdown"]
 
 
 @dataclass(frozen=True)
@@ -41,57 +44,23 @@ class Breakdown:
         return asdict(self)
 
 
-def union_intervals(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-    """Sorted, disjoint union of ``(start, end)`` intervals (empty ones dropped)."""
-    merged: list[tuple[float, float]] = []
-    for a, b in sorted(intervals):
-        if b <= a:
-            continue
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged
-
-
-def _clip(intervals: list[tuple[float, float]], lo: float, hi: float) -> list[tuple[float, float]]:
-    return [(max(a, lo), min(b, hi)) for a, b in intervals if b > lo and a < hi]
-
-
-def _length(intervals: list[tuple[float, float]]) -> float:
-    return sum(b - a for a, b in intervals)
-
-
-def _intersect(x: list[tuple[float, float]], y: list[tuple[float, float]]) -> float:
-    total, i, j = 0.0, 0, 0
-    while i < len(x) and j < len(y):
-        lo, hi = max(x[i][0], y[j][0]), min(x[i][1], y[j][1])
-        if hi > lo:
-            total += hi - lo
-        if x[i][1] < y[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
 def window_breakdown(spans: Iterable[Span], lo: float, hi: float) -> Breakdown:
     """Breakdown of the window ``[lo, hi]`` of one worker's spans."""
     spans = list(spans)
-    compute = _clip(
+    compute = clip(
         union_intervals((s.start_s, s.end_s) for s in spans if s.stream == "compute"), lo, hi
     )
-    comm = _clip(
+    comm = clip(
         union_intervals((s.start_s, s.end_s) for s in spans if s.stream.startswith("comm")), lo, hi
     )
-    inputs = _clip(
+    inputs = clip(
         union_intervals((s.start_s, s.end_s) for s in spans if s.stream == "input"), lo, hi
     )
-    compute_s = _length(compute)
-    hidden_s = _intersect(compute, comm)
-    exposed_s = _length(comm) - hidden_s
+    compute_s = length(compute)
+    hidden_s = intersection_length(compute, comm)
+    exposed_s = length(comm) - hidden_s
     busy = union_intervals(compute + comm)
-    stall_s = _length(inputs) - _intersect(union_intervals(inputs), busy)
+    stall_s = length(inputs) - intersection_length(union_intervals(inputs), busy)
     coordination_s = max(0.0, (hi - lo) - compute_s - exposed_s - stall_s)
     return Breakdown(compute_s, hidden_s, exposed_s, stall_s, coordination_s)
 

@@ -10,17 +10,26 @@ which maps per-worker start times to per-worker end times:
 - the detailed engine simulates every worker (own speed, jitter) and executes each op as steps
   of flows over shared links (:func:`ddlsim.comm.executor.execute`).
 
+Synchronisation terms (:mod:`ddlsim.engine.sync`) act on the compute stream: ``contention``
+slows every rank's compute when GPUs share a node; ``interference`` is the fraction of the GPU
+that communication kernels hold while they run, which slows compute overlapping them; the fast
+engine's ``sync_stretch`` adds the expected wait for the slowest rank after each compute run
+(the detailed engine draws every rank's factor instead). Worker 0's share of each is recorded
+per iteration (``RunRecord.sync_s``).
+
 ``env.now`` is in seconds.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
 
+from ddlsim.engine.intervals import clip, length, union_intervals
 from ddlsim.engine.plan import CommOp, Plan
 from ddlsim.engine.sync import rank_factors
 from ddlsim.horovod import next_tick_s
@@ -42,6 +51,13 @@ class Span:
     nbytes: int = 0
 
 
+NegotiationFn = Callable[[int, int], float]
+#: name and kind of the compute-stream span that interference with communication adds
+INTERFERENCE = "interference"
+#: per-iteration synchronisation parts of worker 0, in ``RunRecord.sync_s`` column order
+SYNC_PARTS = ("contention_s", "interference_s", "straggler_wait_s")
+
+
 @dataclass
 class EngineConfig:
     """Engine knobs: simulated workers, their speeds, iterations and Horovod timing."""
@@ -51,22 +67,27 @@ class EngineConfig:
     jitter_sigma: float = 0.0  # log-normal sigma of per-segment compute noise
     rank_sigma: float = 0.0  # detailed: log-normal sigma of each rank's per-iteration speed
     sync_stretch: float = 1.0  # fast: compute stretch of waiting for the slowest rank (>= 1)
+    contention: float = 0.0  # compute slowdown of GPUs sharing a node (fraction)
+    interference: float = 0.0  # fraction of the GPU communication kernels hold while running
     seed: int = 0
     warmup_iterations: int = 2
     measured_iterations: int = 3
     horovod: bool = False
     cycle_time_s: float = 0.0
-    negotiation_s: float = 0.0
+    sleep_after_work: bool = False  # Horovod <= 0.12: a fixed sleep after each cycle's work
+    negotiation: NegotiationFn | None = None  # (tensors, responses) -> seconds per cycle
     trace_workers: frozenset[int] = frozenset({0})
 
 
 @dataclass
 class RunRecord:
-    """What a run produced: per-iteration end time of every worker, and traced spans."""
+    """What a run produced: per-iteration end time of every worker, traced spans, and worker
+    0's synchronisation parts per iteration (seconds, columns :data:`SYNC_PARTS`)."""
 
     iteration_end_s: np.ndarray  # shape (iterations, workers)
     spans: list[Span] = field(default_factory=list)
     warmup_iterations: int = 0
+    sync_s: np.ndarray | None = None  # shape (iterations, len(SYNC_PARTS))
 
 
 def simulate_plan(plan: Plan, cost: CostFn, cfg: EngineConfig) -> RunRecord:
@@ -84,7 +105,9 @@ class _Run:
         self.iters = cfg.warmup_iterations + cfg.measured_iterations
         self.slowdown = np.ones(self.W) if cfg.slowdown is None else np.asarray(cfg.slowdown)
         self.rng = np.random.default_rng(cfg.seed)
-        self.rank_factor = np.ones(self.W)  # this iteration's speed of each rank (detailed)
+        self.rank_factor: dict[int, np.ndarray] = {}  # iteration -> every rank's speed factor
+        self.sync_s = np.zeros((self.iters, len(SYNC_PARTS)))
+        self.comm_iv: list[list[tuple[float, float]]] = [[] for _ in range(self.W)]
         self.after_ops = plan.pushes_and_allreduces
         self.pull_ops = plan.pulls
         self.ops = self.after_ops + self.pull_ops
@@ -119,30 +142,69 @@ class _Run:
             env.process(self._coordinator())
         workers = [env.process(self._worker(w)) for w in range(self.W)]
         env.run(until=simpy.AllOf(env, workers))
-        return RunRecord(self.end, self.spans, self.cfg.warmup_iterations)
+        return RunRecord(self.end, self.spans, self.cfg.warmup_iterations, self.sync_s)
 
     # -- compute ---------------------------------------------------------------------------
-    def _factor(self, w: int) -> float:
-        factor = float(self.slowdown[w] * self.rank_factor[w])
+    def _rank_factors(self, it: int) -> np.ndarray:
+        """Every rank's speed factor in iteration ``it`` (drawn once, when first needed)."""
+        got = self.rank_factor.get(it)
+        if got is None:
+            got = self.rank_factor[it] = rank_factors(self.rng, self.cfg.rank_sigma, self.W)
+        return got
+
+    def _factor(self, w: int, it: int) -> float:
+        factor = float(self.slowdown[w] * self._rank_factors(it)[w])
         if self.cfg.jitter_sigma > 0:
             return factor * float(self.rng.lognormal(0.0, self.cfg.jitter_sigma))
         return factor
 
-    def _compute(self, w: int, it: int, names: list[str], secs: list[float], kind: str):
-        """One uninterrupted run of layers on the compute stream (a single SimPy timeout).
+    def _overlap_s(self, w: int, t0: float, t1: float) -> float:
+        """Time within ``[t0, t1]`` during which worker ``w`` had communication in flight
+        (its ops' intervals are known once they start; older intervals are dropped)."""
+        ivs = [iv for iv in self.comm_iv[w] if iv[1] > t0]
+        self.comm_iv[w] = ivs
+        return length(clip(union_intervals(ivs), t0, t1))
 
-        With ``sync_stretch`` > 1 (fast engine) the run is followed by an idle wait of
-        ``(sync_stretch - 1)`` times its length: the slowest rank is still computing.
+    def _compute(self, w: int, it: int, names: list[str], secs: list[float], kind: str):
+        """One uninterrupted run of layers on the compute stream.
+
+        Node contention stretches the run; afterwards, for the time communication overlapped
+        it, a fraction ``interference`` of the GPU was busy with the collectives, so the run
+        continues by ``overlap x f / (1 - f)``; with ``sync_stretch`` > 1 (fast engine) an idle
+        wait of ``(sync_stretch - 1)`` times the work follows: the slowest rank still computes.
         """
-        factor = self._factor(w)
-        total = sum(secs) * factor * self.cfg.sync_stretch
-        if w in self.traced:
-            t = self.env.now
+        factor = self._factor(w, it)
+        nominal_s = sum(secs) * factor
+        work_s = nominal_s * (1 + self.cfg.contention)
+        t0 = self.env.now
+        if w in self.traced and secs:
+            t, scale = t0, work_s / sum(secs) if sum(secs) > 0 else 0.0
             for name, s in zip(names, secs, strict=True):
-                self.spans.append(Span(w, "compute", name, kind, t, t + s * factor, it))
-                t += s * factor
-        if total > 0:
-            yield self.env.timeout(total)
+                self.spans.append(Span(w, "compute", name, kind, t, t + s * scale, it))
+                t += s * scale
+        if work_s > 0:
+            yield self.env.timeout(work_s)
+        extra_s = 0.0
+        f = self.cfg.interference
+        if f > 0 and work_s > 0:
+            extra_s = self._overlap_s(w, t0, self.env.now) * f / (1 - f)
+            if extra_s > 0:
+                if w in self.traced:
+                    end = self.env.now + extra_s
+                    self.spans.append(
+                        Span(w, "compute", INTERFERENCE, INTERFERENCE, self.env.now, end, it)
+                    )
+                yield self.env.timeout(extra_s)
+        wait_s = (work_s + extra_s) * (self.cfg.sync_stretch - 1)
+        if w == 0:
+            if self.W > 1 and self.cfg.rank_sigma > 0:  # detailed: the slowest rank's lead
+                own = self._rank_factors(it)
+                wait_s_0 = sum(secs) * self.slowdown[0] * (own.max() - own[0])
+            else:
+                wait_s_0 = wait_s
+            self.sync_s[it] += (nominal_s * self.cfg.contention, extra_s, wait_s_0)
+        if wait_s > 0:
+            yield self.env.timeout(wait_s)
 
     def _wait_until(self, t: float):
         if t > self.env.now:
@@ -152,8 +214,6 @@ class _Run:
         env, plan = self.env, self.plan
         n_fwd, n_bwd = len(plan.fwd_s), len(plan.bwd_s)
         for it in range(self.iters):
-            if self.cfg.rank_sigma > 0:
-                self.rank_factor[w] = rank_factors(self.rng, self.cfg.rank_sigma, 1)[0]
             if plan.input_s is not None:
                 ready_s = (it + 1) * plan.input_s  # the input pipeline produces continuously
                 if w in self.traced:
@@ -206,20 +266,40 @@ class _Run:
             starts = np.maximum(starts, self.push_end[(op.layers[0], op.channel)])
         self.stores[op.channel].put((it, op_i, starts))
 
+    def _next_cycle_s(self, last_start_s: float, last_end_s: float) -> float:
+        """When the coordinator's next cycle starts, something being pending now.
+
+        From Horovod 0.13 cycles start on the ``cycle_time`` grid, at least a cycle after the
+        previous start; before, the loop slept ``cycle_time`` after each cycle's work, idle
+        cycles included (each costing an empty negotiation), so cycles come every
+        ``cycle_time + idle negotiation`` after the last busy one.
+        """
+        cfg, now = self.cfg, self.env.now
+        if not cfg.sleep_after_work:
+            return next_tick_s(max(now, last_start_s + cfg.cycle_time_s), cfg.cycle_time_s)
+        first = last_end_s + cfg.cycle_time_s
+        if now <= first:
+            return first
+        idle = cfg.negotiation(0, 0) if cfg.negotiation is not None else 0.0
+        period = cfg.cycle_time_s + idle
+        return first + math.ceil((now - first) / period - 1e-9) * period if period > 0 else now
+
     def _coordinator(self):
         """Horovod's background loop: tick, negotiate, launch what is ready everywhere."""
         env, cfg = self.env, self.cfg
-        last_s = 0.0
+        last_start, last_end = -cfg.cycle_time_s, 0.0
         while True:
             if not self.coord_pending:
                 self.coord_wake = env.event()
                 yield self.coord_wake
-            tick = next_tick_s(max(env.now, last_s), cfg.cycle_time_s)
-            yield from self._wait_until(tick)
+            yield from self._wait_until(self._next_cycle_s(last_start, last_end))
             batch, self.coord_pending = self.coord_pending, []
             t0 = env.now
-            if cfg.negotiation_s > 0:
-                yield env.timeout(cfg.negotiation_s)
+            if cfg.negotiation is not None:
+                tensors = sum(self.ops[op_i].n_tensors for _, op_i in batch)
+                cost_s = cfg.negotiation(tensors, len(batch))
+                if cost_s > 0:
+                    yield env.timeout(cost_s)
             for w in self.traced:
                 it = batch[0][0]
                 self.spans.append(
@@ -227,7 +307,7 @@ class _Run:
                 )
             for it, op_i in batch:
                 self.stores[self.ops[op_i].channel].put((it, op_i, np.full(self.W, env.now)))
-            last_s = t0 + cfg.cycle_time_s
+            last_start, last_end = t0, env.now
 
     def _channel(self, ch: int):
         """Serialise the ops of one channel; cost each with the engine's cost function."""
@@ -238,6 +318,9 @@ class _Run:
             starts = np.maximum(starts, self.free[ch])
             ends = np.asarray(self.cost(op, starts), dtype=float)
             self.free[ch] = ends
+            if self.cfg.interference > 0:
+                for w in range(self.W):
+                    self.comm_iv[w].append((float(starts[w]), float(ends[w])))
             for w in self.traced:
                 self.spans.append(
                     Span(w, f"comm:{ch}", op.name, op.op, starts[w], ends[w], it, op.nbytes)

@@ -26,6 +26,7 @@ class CommOp:
     layers: list[str]
     trigger: int = -1  # backward position after which the op is ready (allreduce / push)
     fwd_index: int = -1  # forward layer index that waits for it (pull)
+    n_tensors: int = 1  # gradient tensors in it (Horovod negotiates tensor by tensor)
 
 
 @dataclass
@@ -75,6 +76,7 @@ def plan_from_dag(g: nx.DiGraph, with_comm: bool = True) -> Plan:
         if d["nbytes"] <= 0:
             continue
         op = CommOp(node, d["op"], d["channel"], d["nbytes"], list(d["layers"]))
+        op.n_tensors = max(1, len(d.get("tensors", ())))
         if d["kind"] is NodeKind.PULL:
             op.fwd_index = min(fwd_pos[s] for s in g.successors(node) if s in fwd_pos)
         else:

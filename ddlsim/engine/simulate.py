@@ -19,11 +19,16 @@ import numpy as np
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.base import CommModel
 from ddlsim.engine.breakdown import Breakdown, mean_breakdown, window_breakdown
-from ddlsim.engine.core import EngineConfig, RunRecord, Span, simulate_plan
+from ddlsim.engine.core import SYNC_PARTS, EngineConfig, RunRecord, Span, simulate_plan
 from ddlsim.engine.plan import CommOp, plan_from_dag
-from ddlsim.engine.sync import DEFAULT_RANK_SIGMA, check_rank_sigma, expected_slowest_factor
+from ddlsim.engine.sync import (
+    DEFAULT_HOST_CONTENTION,
+    DEFAULT_RANK_SIGMA,
+    SyncTerms,
+    expected_slowest_factor,
+)
 from ddlsim.errors import ConfigError
-from ddlsim.horovod import negotiation_time_s
+from ddlsim.horovod import CACHE, negotiation_model
 
 ENGINES = ("fast", "detailed")
 
@@ -32,8 +37,10 @@ ENGINES = ("fast", "detailed")
 class SimOptions:
     """Engine choice and its knobs. ``slowdown`` maps a GPU rank to a compute-time multiplier
     (a straggler at 1.2 computes 20% slower) and ``jitter_sigma`` adds per-segment noise; only
-    the detailed engine can express them. ``rank_sigma`` is the per-rank, per-iteration speed
-    variability both engines charge as waiting for the slowest rank (:mod:`ddlsim.engine.sync`).
+    the detailed engine can express them. ``rank_sigma`` (per-rank, per-iteration speed
+    variability, charged as waiting for the slowest rank), ``host_contention`` (compute
+    slowdown of GPUs sharing a node) and ``interference`` (communication kernels holding SMs)
+    are the synchronisation terms of :mod:`ddlsim.engine.sync`, used by both engines.
     """
 
     engine: str = "fast"
@@ -42,13 +49,23 @@ class SimOptions:
     slowdown: dict[int, float] = field(default_factory=dict)
     jitter_sigma: float = 0.0
     rank_sigma: float = DEFAULT_RANK_SIGMA
+    host_contention: float = DEFAULT_HOST_CONTENTION
+    interference: bool = True
     seed: int = 0
     trace_workers: frozenset[int] = frozenset({0})
+
+    @property
+    def sync(self) -> SyncTerms:
+        """The synchronisation terms (checked)."""
+        return SyncTerms(self.rank_sigma, self.host_contention, self.interference)
 
 
 @dataclass(frozen=True)
 class SimResult:
-    """Steady-state figures of one simulated configuration (seconds)."""
+    """Steady-state figures of one simulated configuration (seconds). ``sync_s`` holds worker
+    0's mean synchronisation parts per iteration (:data:`~ddlsim.engine.core.SYNC_PARTS`):
+    compute added by node contention and by interference (both inside ``compute_s``) and the
+    wait for the slowest rank (inside ``coordination_s`` in the fast engine)."""
 
     iteration_time_s: float
     breakdown: Breakdown
@@ -56,6 +73,7 @@ class SimResult:
     spans: tuple[Span, ...]
     engine: str
     n_workers_simulated: int
+    sync_s: dict[str, float] = field(default_factory=dict)
 
 
 def _fast_cost(comm: CommModel):
@@ -86,11 +104,15 @@ def simulate(
     *,
     horovod: bool = False,
     cycle_time_s: float = 0.0,
+    negotiation: str = CACHE,
+    sleep_after_work: bool = False,
     options: SimOptions | None = None,
 ) -> SimResult:
     """Simulate ``dag`` (one worker's iteration) on ``cluster`` exchanging gradients by ``comm``.
 
-    ``horovod`` turns on the coordinator (cycle ticks every ``cycle_time_s``, negotiation).
+    ``horovod`` turns on the coordinator: cycles every ``cycle_time_s`` (after each cycle's
+    work with ``sleep_after_work``, Horovod <= 0.12) and the release's ``negotiation`` scheme
+    (:func:`ddlsim.horovod.negotiation_model`).
     """
     opts = options or SimOptions()
     if opts.engine not in ENGINES:
@@ -105,8 +127,10 @@ def simulate(
     for rank, factor in opts.slowdown.items():
         if not 0 <= rank < cluster.n_gpus or not 0 < factor <= 100:
             raise ConfigError(f"bad straggler {rank}:{factor} for {cluster.n_gpus} GPUs")
-    rank_sigma = check_rank_sigma(opts.rank_sigma)
+    sync = opts.sync
+    rank_sigma = sync.rank_sigma
     plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1)
+    net_latency_s = cluster.nic.latency_s if cluster.nic is not None else 0.0
     detailed = opts.engine == "detailed"
     n_workers = cluster.n_gpus if detailed else 1
     slowdown = np.ones(n_workers)
@@ -118,12 +142,17 @@ def simulate(
         jitter_sigma=opts.jitter_sigma if detailed else 0.0,
         rank_sigma=rank_sigma if detailed and cluster.n_gpus > 1 else 0.0,
         sync_stretch=1.0 if detailed else expected_slowest_factor(cluster.n_gpus, rank_sigma),
+        contention=sync.contention(cluster),
+        interference=sync.interference_fraction(cluster, comm),
         seed=opts.seed,
         warmup_iterations=opts.warmup_iterations,
         measured_iterations=opts.measured_iterations,
         horovod=horovod and cluster.n_gpus > 1,
         cycle_time_s=cycle_time_s,
-        negotiation_s=negotiation_time_s(cluster.n_gpus, cluster.control_latency_s),
+        sleep_after_work=sleep_after_work,
+        negotiation=negotiation_model(
+            negotiation, cluster.n_gpus, cluster.local_gpus, net_latency_s, cluster.transport
+        ),
         trace_workers=opts.trace_workers,
     )
     cost = _detailed_cost(comm) if detailed else _fast_cost(comm)
@@ -143,6 +172,7 @@ def _summarise(record: RunRecord, engine: str, n_workers: int) -> SimResult:
         window_breakdown(worker0, float(starts[i, 0]), float(end[i, 0]))
         for i in range(warm, end.shape[0])
     ]
+    sync = record.sync_s[warm:].mean(axis=0) if record.sync_s is not None else None
     return SimResult(
         iteration_time_s=iteration_time_s,
         breakdown=mean_breakdown(parts),
@@ -150,4 +180,7 @@ def _summarise(record: RunRecord, engine: str, n_workers: int) -> SimResult:
         spans=tuple(record.spans),
         engine=engine,
         n_workers_simulated=n_workers,
+        sync_s={k: float(v) for k, v in zip(SYNC_PARTS, sync, strict=True)}
+        if sync is not None
+        else {},
     )

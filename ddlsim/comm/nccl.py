@@ -1,0 +1,328 @@
+"""NCCL's own cost model of an allreduce, per version: which (algorithm, protocol) a call uses.
+
+Figures are NCCL's (``src/graph/tuning.cc``, 2.5 and later; summarised with their history in
+docs/design.md, "Collectives as NCCL costs them"). One allreduce of S bytes over N ranks on
+``n`` nodes of ``g`` GPUs costs ``latency + S / algorithm_bandwidth``:
+
+- **latency** (µs): a base per (algorithm, protocol) plus per-hop latencies by link class
+  (NVLink, PCIe, network; the network hop adds the transport's own per-message latency, twice
+  for SIMPLE, which flushes). A RING takes ``2(N-1)`` steps of which only ``2(n-1)`` cross the
+  network; a TREE (chain in the node, double binary tree across nodes) ``2((g-1) intra +
+  log2(n) net)``. Multi-node RING+SIMPLE calls with at least 64 bytes per channel and rank pay
+  NCCL's "plateau" factor (1.9 before Ampere, 1.4 after).
+- **bandwidth**: the bus bandwidth is the slowest link a byte crosses (the intra-node fabric, the
+  node's NICs). RING: ``bus x N / (2(N-1))``; LL moves 8-byte lines of 4 data bytes (x0.5),
+  LL128 128-byte lines of 120 (x0.92, at most 20 GB/s per channel). TREE: ``min(0.92 bus,
+  channels x cap) / 2``, LL tree at 1/3.8 of that, times NCCL's empirical correction by size.
+
+Versions (the measured runs are 2017-2020): 2.0-2.3 run rings only, LL below a per-thread size
+threshold and SIMPLE above; 2.4 adds trees (ddlsim takes the cheaper of ring and tree, the
+crossover NCCL's ``NCCL_TREE_THRESHOLD`` stands for); 2.5 and later pick, per call, the
+(algorithm, protocol) of least predicted time, LL128 on Volta and later.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ddlsim.cluster.specs import Cluster
+from ddlsim.errors import ConfigError, UnknownNameError
+
+ALGORITHMS = ("ring", "tree")
+PROTOCOLS = ("LL", "LL128", "Simple")
+#: the NCCL of PyTorch 2.0's CUDA wheels (nvidia-nccl-cu11 2.14.3, read from torch 2.0.1's
+#: wheel metadata), the newest framework Horovod 0.28.1 supports
+DEFAULT_NCCL_VERSION = "2.14"
+
+#: base latency of one call (µs), by algorithm and protocol
+BASE_LATENCY_US = {
+    "tree": {"LL": 6.8, "LL128": 14.0, "Simple": 8.4},
+    "ring": {"LL": 6.6, "LL128": 14.0, "Simple": 8.4},
+}
+#: latency of one hop (µs) by link class, algorithm and protocol
+HOP_LATENCY_US = {
+    "nvlink": {
+        "tree": {"LL": 0.6, "LL128": 1.25, "Simple": 4.0},
+        "ring": {"LL": 0.6, "LL128": 1.9, "Simple": 3.4},
+    },
+    "pcie": {
+        "tree": {"LL": 1.0, "LL128": 1.9, "Simple": 4.0},
+        "ring": {"LL": 1.0, "LL128": 2.5, "Simple": 5.7},
+    },
+    "network": {
+        "tree": {"LL": 5.0, "LL128": 8.5, "Simple": 14.0},
+        "ring": {"LL": 2.7, "LL128": 4.0, "Simple": 14.0},
+    },
+}
+#: on a multi-node ring an intra-node hop costs at least the network post overhead (µs; Intel
+#: hosts), three times for SIMPLE
+MIN_INTRA_HOP_MULTINODE_US = 1.0
+#: fraction of the bus bandwidth a protocol's lines carry as data
+PROTOCOL_BANDWIDTH = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
+LL128_CHANNEL_CAP_Bps = 20e9
+TREE_EFFICIENCY = 0.92
+TREE_LL_FACTOR = 1 / 3.8
+#: per-channel tree bandwidth cap: one node, and from 4 nodes on
+TREE_CHANNEL_CAP_Bps = {"single": 26.5e9, "multi": 10e9}
+#: NCCL's empirical tree correction by size bucket: bucket b covers [64 * 2**b, 64 * 2**(b+1))
+#: bytes, 64 B to 256 MiB (NCCL 2.5-2.8 tuning.cc)
+TREE_CORRECTION = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0,
+           1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8,
+              .9, .9, .92, .92),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7,
+               .8, .9, .9),
+}  # fmt: skip
+#: multi-node RING+SIMPLE latency factor ("plateau effect of ring"): before / from Ampere
+RING_PLATEAU = {"pre_ampere": 1.9, "ampere": 1.4}
+#: NCCL 2.0-2.4: LL for calls of at most this many bytes per thread (pre-Volta / Volta+)
+LL_BYTES_PER_THREAD = {"pre_volta": 32, "volta": 64}
+THREADS_PER_CHANNEL = 256
+
+
+@dataclass(frozen=True, order=True)
+class NcclVersion:
+    """An NCCL release, ``major.minor`` (the patch level changes no cost)."""
+
+    major: int
+    minor: int
+
+    @classmethod
+    def parse(cls, text: object) -> NcclVersion:
+        """``"2.4"``, ``"2.14.3"`` or a :class:`NcclVersion`; ConfigError for anything else."""
+        if isinstance(text, NcclVersion):
+            return text
+        match = re.fullmatch(r"\s*(\d+)\.(\d+)(?:\.\d+)?\s*", str(text))
+        if match is None:
+            raise ConfigError(f"NCCL version must look like 2.4 or 2.14.3, got {text!r}")
+        version = cls(int(match[1]), int(match[2]))
+        if not (2, 0) <= (version.major, version.minor) < (3, 0):
+            raise ConfigError(f"NCCL version must be 2.x (2.0 or later), got {text!r}")
+        return version
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    @property
+    def has_tree(self) -> bool:
+        """Double binary trees for allreduce (2.4, December 2018)."""
+        return (self.major, self.minor) >= (2, 4)
+
+    @property
+    def tuned(self) -> bool:
+        """Per-call (algorithm, protocol) choice from the cost model (2.5, September 2019)."""
+        return (self.major, self.minor) >= (2, 5)
+
+    @property
+    def generation(self) -> str:
+        """``rings`` (2.0-2.3), ``trees`` (2.4) or ``tuned`` (2.5+)."""
+        return "tuned" if self.tuned else "trees" if self.has_tree else "rings"
+
+
+@dataclass(frozen=True)
+class Topology:
+    """What NCCL's model needs of a cluster (seconds, bytes/s)."""
+
+    n_ranks: int
+    n_nodes: int
+    local: int  # GPUs per node taking part
+    intra_hop: str  # "nvlink" | "pcie"
+    channels: int
+    bus_Bps: float  # slowest link a byte crosses: intra fabric, node NICs
+    transport_latency_s: float  # the network transport's per-message latency
+    arch: str
+
+    @classmethod
+    def of(cls, cluster: Cluster, *, nic_share: int = 1) -> Topology:
+        """The topology of ``cluster``; ``nic_share`` communicators share each node's NICs."""
+        c = cluster
+        links = []
+        if c.local_gpus > 1 and c.intra is not None:
+            links.append(c.intra.bandwidth_Bps)
+        if c.n_nodes > 1 and c.nic is not None:
+            links.append(c.nics_per_node * c.nic.bandwidth_Bps / nic_share)
+        return cls(
+            n_ranks=c.n_gpus,
+            n_nodes=c.n_nodes,
+            local=c.local_gpus,
+            intra_hop=c.nccl_hop,
+            channels=max(1, c.nccl_channels),
+            bus_Bps=min(links, default=math.inf),
+            transport_latency_s=c.nic.latency_s if c.nic is not None and c.n_nodes > 1 else 0.0,
+            arch=c.device.arch,
+        )
+
+    @property
+    def volta_or_later(self) -> bool:
+        """Volta or newer (LL128, the larger LL threshold)."""
+        return self.arch in ("volta", "turing", "ampere", "hopper")
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One call's algorithm and protocol and its predicted time (s)."""
+
+    algorithm: str
+    protocol: str
+    time_s: float
+    latency_s: float
+
+    @property
+    def bandwidth_s(self) -> float:
+        """The bandwidth part of the time (s)."""
+        return self.time_s - self.latency_s
+
+    def label(self) -> dict[str, str]:
+        """``{"algorithm": ..., "protocol": ...}`` for timelines and JSON."""
+        return {"algorithm": self.algorithm, "protocol": self.protocol}
+
+
+def _net_hop_s(topo: Topology, algorithm: str, protocol: str) -> float:
+    hop = HOP_LATENCY_US["network"][algorithm][protocol] * 1e-6
+    flushes = 2 if protocol == "Simple" else 1
+    return hop + flushes * topo.transport_latency_s
+
+
+def _intra_hop_s(topo: Topology, algorithm: str, protocol: str) -> float:
+    hop = HOP_LATENCY_US[topo.intra_hop][algorithm][protocol] * 1e-6
+    if algorithm == "ring" and topo.n_nodes > 1:
+        floor_us = MIN_INTRA_HOP_MULTINODE_US * (3 if protocol == "Simple" else 1)
+        hop = max(hop, floor_us * 1e-6)
+    return hop
+
+
+def ring_latency_s(topo: Topology, protocol: str, nbytes: float) -> float:
+    """Latency of a ring allreduce: base + intra hops + the 2(n-1) network crossings."""
+    n, nodes = topo.n_ranks, topo.n_nodes
+    net_steps = 2 * (nodes - 1)
+    lat = BASE_LATENCY_US["ring"][protocol] * 1e-6
+    lat += (2 * (n - 1) - net_steps) * _intra_hop_s(topo, "ring", protocol)
+    lat += net_steps * _net_hop_s(topo, "ring", protocol)
+    slice_bytes = nbytes / (topo.channels * n)
+    if nodes > 1 and protocol == "Simple" and slice_bytes >= 64:
+        ampere = topo.arch in ("ampere", "hopper")
+        lat *= RING_PLATEAU["ampere" if ampere else "pre_ampere"]
+    return lat
+
+
+def tree_latency_s(topo: Topology, protocol: str) -> float:
+    """Latency of a tree allreduce: up and down the chain and log2(n) tree levels."""
+    levels = math.floor(math.log2(topo.n_nodes)) if topo.n_nodes > 1 else 0
+    hops = (topo.local - 1) * _intra_hop_s(topo, "tree", protocol)
+    hops += levels * _net_hop_s(topo, "tree", protocol)
+    return BASE_LATENCY_US["tree"][protocol] * 1e-6 + 2 * hops
+
+
+def ring_bandwidth_s(topo: Topology, protocol: str, nbytes: float) -> float:
+    """Bandwidth term of a ring allreduce: 2(N-1)/N S over the protocol's bus bandwidth."""
+    bus = topo.bus_Bps * PROTOCOL_BANDWIDTH[protocol]
+    if protocol == "LL128":
+        bus = min(bus, topo.channels * LL128_CHANNEL_CAP_Bps)
+    n = topo.n_ranks
+    return 2 * (n - 1) / n * nbytes / bus
+
+
+def tree_correction(protocol: str, nbytes: float) -> float:
+    """NCCL's empirical tree bandwidth factor for a call of ``nbytes``."""
+    table = TREE_CORRECTION[protocol]
+    bucket = int(math.log2(nbytes / 64)) if nbytes >= 128 else 0
+    return table[min(bucket, len(table) - 1)]
+
+
+def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float) -> float:
+    """Bandwidth term of a tree allreduce (each NIC carries S up and S down)."""
+    cap = TREE_CHANNEL_CAP_Bps["multi" if topo.n_nodes >= 4 else "single"]
+    algo = min(topo.bus_Bps * TREE_EFFICIENCY, topo.channels * cap) / 2
+    if protocol == "LL":
+        algo *= TREE_LL_FACTOR
+    elif protocol == "LL128":
+        algo *= PROTOCOL_BANDWIDTH["LL128"]
+    return nbytes / (algo * tree_correction(protocol, nbytes))
+
+
+def cost(topo: Topology, algorithm: str, protocol: str, nbytes: float) -> Choice:
+    """Predicted time of one allreduce of ``nbytes`` with this algorithm and protocol."""
+    if algorithm == "ring":
+        lat = ring_latency_s(topo, protocol, nbytes)
+        return Choice(algorithm, protocol, lat + ring_bandwidth_s(topo, protocol, nbytes), lat)
+    lat = tree_latency_s(topo, protocol)
+    return Choice(algorithm, protocol, lat + tree_bandwidth_s(topo, protocol, nbytes), lat)
+
+
+def ll_threshold_bytes(topo: Topology) -> float:
+    """NCCL 2.0-2.4: largest call that runs LL (bytes per thread x threads x channels x ranks)."""
+    per_thread = LL_BYTES_PER_THREAD["volta" if topo.volta_or_later else "pre_volta"]
+    return per_thread * THREADS_PER_CHANNEL * topo.channels * topo.n_ranks
+
+
+def candidates(
+    version: NcclVersion, topo: Topology, algorithm: str = "auto", protocol: str = "auto"
+) -> list[tuple[str, str]]:
+    """The (algorithm, protocol) pairs this NCCL would consider, restricted as asked
+    (``NCCL_ALGO`` / ``NCCL_PROTO`` semantics); ConfigError if none is available."""
+    if algorithm not in ("auto", *ALGORITHMS):
+        raise UnknownNameError("NCCL algorithm", algorithm, ("auto", *ALGORITHMS))
+    if protocol not in ("auto", *PROTOCOLS):
+        raise UnknownNameError("NCCL protocol", protocol, ("auto", *PROTOCOLS))
+    algos = list(ALGORITHMS) if version.has_tree else ["ring"]
+    if algorithm != "auto":
+        if algorithm not in algos:
+            raise ConfigError(
+                f"NCCL {version} has no {algorithm} allreduce (double binary trees arrived in "
+                "2.4); use --algorithm ring or a newer --nccl-version"
+            )
+        algos = [algorithm]
+    protos = ["LL", "Simple"]
+    if version.tuned and topo.volta_or_later:
+        protos.insert(1, "LL128")
+    if protocol != "auto":
+        if protocol not in protos:
+            why = "needs NCCL 2.5+ on a Volta or newer GPU" if protocol == "LL128" else ""
+            raise ConfigError(f"NCCL protocol {protocol} is not available here ({why})")
+        protos = [protocol]
+    return [(a, p) for a in algos for p in protos]
+
+
+@lru_cache(maxsize=65536)
+def choose(
+    topo: Topology,
+    version: NcclVersion,
+    nbytes: float,
+    algorithm: str = "auto",
+    protocol: str = "auto",
+) -> Choice:
+    """The (algorithm, protocol) this NCCL runs an allreduce of ``nbytes`` with, and its cost.
+
+    2.5+: the pair of least predicted time. 2.0-2.4: LL up to :func:`ll_threshold_bytes`,
+    SIMPLE above (unless forced); 2.4 takes the cheaper of ring and tree with that protocol.
+    """
+    pairs = candidates(version, topo, algorithm, protocol)
+    if not version.tuned and protocol == "auto":
+        wanted = "LL" if nbytes <= ll_threshold_bytes(topo) else "Simple"
+        pairs = [(a, p) for a, p in pairs if p == wanted]
+    return min((cost(topo, a, p, nbytes) for a, p in pairs), key=lambda ch: ch.time_s)
+
+
+@lru_cache(maxsize=4096)
+def choose_half_ring(topo: Topology, version: NcclVersion, nbytes: float) -> Choice:
+    """A ring reduce-scatter (or allgather) of ``nbytes`` inside one node: N-1 steps of S/N,
+    latency ``base + (N-1) intra hops``, bandwidth ``(N-1)/N S`` over the protocol's bus
+    bandwidth; protocol chosen as :func:`choose` would (the phases of Horovod's hierarchical
+    allreduce, which are NCCL reduce-scatter and allgather calls)."""
+    n = topo.n_ranks
+    protos = [p for _, p in candidates(version, topo, "ring")]
+    if not version.tuned:
+        protos = ["LL" if nbytes <= ll_threshold_bytes(topo) / 2 else "Simple"]
+    best: Choice | None = None
+    for p in protos:
+        lat = BASE_LATENCY_US["ring"][p] * 1e-6 + (n - 1) * _intra_hop_s(topo, "ring", p)
+        bw_s = ring_bandwidth_s(topo, p, nbytes) / 2
+        ch = Choice("ring", p, lat + bw_s, lat)
+        if best is None or ch.time_s < best.time_s:
+            best = ch
+    assert best is not None
+    return best
