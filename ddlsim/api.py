@@ -97,6 +97,7 @@ class Setup:
             cycle_time_s=strategy.cycle_time_s,
             negotiation=strategy.negotiation,
             sleep_after_work=horovod_release(strategy.horovod_version).sleep_after_work,
+            fusion_threshold_bytes=strategy.fusion_threshold_bytes,
             options=options,
         )
 

@@ -115,8 +115,9 @@ class EventFactory:
         return f"{'bwd' if backward else 'fwd'}:{layer.name}", args
 
     def _comm(self, s: Span, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        node = self.ops.get(s.name, {})
-        tensors = list(node.get("tensors", []))
+        nodes = [self.ops.get(name, {}) for name in (s.parts or (s.name,))]
+        node = nodes[0]
+        tensors = [t for n in nodes for t in n.get("tensors", [])]
         dur = s.end_s - s.start_s
         args.update(
             op=s.name,
@@ -124,7 +125,7 @@ class EventFactory:
             method=self.setup.strategy.comm,
             channel=node.get("channel", 0),
             bytes=int(s.nbytes),
-            layers=list(node.get("layers", [])),
+            layers=[layer for n in nodes for layer in n.get("layers", [])],
             tensors=tensors,
             tensor_bytes=[self.tensor_bytes.get(t, 0) for t in tensors],
             n_tensors=len(tensors),

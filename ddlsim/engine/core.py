@@ -49,6 +49,7 @@ class Span:
     end_s: float
     iteration: int
     nbytes: int = 0
+    parts: tuple[str, ...] = ()  # a collective fused at run time: the plan's ops it carries
 
 
 NegotiationFn = Callable[[int, int], float]
@@ -75,6 +76,7 @@ class EngineConfig:
     horovod: bool = False
     cycle_time_s: float = 0.0
     sleep_after_work: bool = False  # Horovod <= 0.12: a fixed sleep after each cycle's work
+    fusion_threshold_bytes: int | None = None  # Horovod: fuse what is pending at a cycle
     negotiation: NegotiationFn | None = None  # (tensors, responses) -> seconds per cycle
     trace_workers: frozenset[int] = frozenset({0})
 
@@ -264,7 +266,7 @@ class _Run:
         starts = self.ready[it, op_i].copy()
         if op.op == "pull" and (op.layers[0], op.channel) in self.push_end:
             starts = np.maximum(starts, self.push_end[(op.layers[0], op.channel)])
-        self.stores[op.channel].put((it, op_i, starts))
+        self.stores[op.channel].put((it, [op_i], starts))
 
     def _next_cycle_s(self, last_start_s: float, last_end_s: float) -> float:
         """When the coordinator's next cycle starts, something being pending now.
@@ -305,30 +307,67 @@ class _Run:
                 self.spans.append(
                     Span(w, "coordinator", "NEGOTIATE_ALLREDUCE", "negotiate", t0, env.now, it)
                 )
-            for it, op_i in batch:
-                self.stores[self.ops[op_i].channel].put((it, op_i, np.full(self.W, env.now)))
+            for it, group in self._fuse(batch):
+                self.stores[self.ops[group[0]].channel].put((it, group, np.full(self.W, env.now)))
             last_start, last_end = t0, env.now
+
+    def _fuse(self, batch: list[tuple[int, int]]) -> list[tuple[int, list[int]]]:
+        """Horovod packs the tensors ready at a cycle into fusion buffers of at most the
+        threshold, in order. The plan's ops are the buffers of nominal cycles; ops that end up
+        pending at the same cycle (a cycle stretched by its negotiation) are fused again here.
+        Without a threshold (``None``) or with 0 (fusion off) every op goes alone."""
+        limit = self.cfg.fusion_threshold_bytes
+        groups: list[tuple[int, list[int]]] = []
+        size = 0
+        for it, op_i in batch:
+            nbytes = self.ops[op_i].nbytes
+            same = (
+                groups
+                and groups[-1][0] == it
+                and self.ops[groups[-1][1][0]].channel == (self.ops[op_i].channel)
+            )
+            if limit and same and size + nbytes <= limit:
+                groups[-1][1].append(op_i)
+                size += nbytes
+            else:
+                groups.append((it, [op_i]))
+                size = nbytes
+        return groups
 
     def _channel(self, ch: int):
         """Serialise the ops of one channel; cost each with the engine's cost function."""
         store = self.stores[ch]
         while True:
-            it, op_i, starts = yield store.get()
-            op = self.ops[op_i]
+            it, group, starts = yield store.get()
+            op = self.ops[group[0]] if len(group) == 1 else self._merged(group)
             starts = np.maximum(starts, self.free[ch])
             ends = np.asarray(self.cost(op, starts), dtype=float)
             self.free[ch] = ends
             if self.cfg.interference > 0:
                 for w in range(self.W):
                     self.comm_iv[w].append((float(starts[w]), float(ends[w])))
+            parts = tuple(self.ops[i].name for i in group) if len(group) > 1 else ()
             for w in self.traced:
                 self.spans.append(
-                    Span(w, f"comm:{ch}", op.name, op.op, starts[w], ends[w], it, op.nbytes)
+                    Span(w, f"comm:{ch}", op.name, op.op, starts[w], ends[w], it, op.nbytes, parts)
                 )
             if op.op == "push":
                 self.push_end[(op.layers[0], ch)] = float(ends.max())
-            self.op_done[it][op_i].succeed(ends)
+            for op_i in group:
+                self.op_done[it][op_i].succeed(ends)
             np.maximum(self.comm_end[it], ends, out=self.comm_end[it])
-            self.comm_left[it] -= 1
+            self.comm_left[it] -= len(group)
             if self.comm_left[it] == 0:
                 self.comm_done[it].succeed()
+
+    def _merged(self, group: list[int]) -> CommOp:
+        """One collective carrying the plan's ops ``group`` (fused at run time)."""
+        ops = [self.ops[i] for i in group]
+        return CommOp(
+            name=f"{ops[0].name}+{len(ops) - 1}",
+            op=ops[0].op,
+            channel=ops[0].channel,
+            nbytes=sum(o.nbytes for o in ops),
+            layers=[layer for o in ops for layer in o.layers],
+            n_tensors=sum(o.n_tensors for o in ops),
+        )

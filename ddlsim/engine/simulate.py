@@ -106,13 +106,15 @@ def simulate(
     cycle_time_s: float = 0.0,
     negotiation: str = CACHE,
     sleep_after_work: bool = False,
+    fusion_threshold_bytes: int | None = None,
     options: SimOptions | None = None,
 ) -> SimResult:
     """Simulate ``dag`` (one worker's iteration) on ``cluster`` exchanging gradients by ``comm``.
 
     ``horovod`` turns on the coordinator: cycles every ``cycle_time_s`` (after each cycle's
     work with ``sleep_after_work``, Horovod <= 0.12) and the release's ``negotiation`` scheme
-    (:func:`ddlsim.horovod.negotiation_model`).
+    (:func:`ddlsim.horovod.negotiation_model`); plan ops pending at the same cycle are fused
+    again up to ``fusion_threshold_bytes``.
     """
     opts = options or SimOptions()
     if opts.engine not in ENGINES:
@@ -150,6 +152,7 @@ def simulate(
         horovod=horovod and cluster.n_gpus > 1,
         cycle_time_s=cycle_time_s,
         sleep_after_work=sleep_after_work,
+        fusion_threshold_bytes=fusion_threshold_bytes,
         negotiation=negotiation_model(
             negotiation, cluster.n_gpus, cluster.local_gpus, net_latency_s, cluster.transport
         ),
