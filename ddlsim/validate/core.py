@@ -15,7 +15,7 @@ from typing import Any
 
 from ddlsim.errors import DdlsimError
 from ddlsim.validate.baseline import BaselineIndex
-from ddlsim.validate.mapping import METRIC_IPS, ValidateOptions, plan_row
+from ddlsim.validate.mapping import METRIC_IPS, ValidateOptions, plan_row, with_assumed_cells
 from ddlsim.validate.runs import RowDefect, Run, RunsFile
 
 PREDICTED = "predicted"
@@ -154,7 +154,7 @@ def validate_runs(
     ``only`` restricts which rows are validated; the others are not returned.
     """
     opts = options or ValidateOptions()
-    index = BaselineIndex(runs)
+    index = BaselineIndex(with_assumed_cells(run, opts) for run in runs)
     selected: Iterable[Run] = runs if only is None else filter(only, runs)
     return [validate_row(run, index, opts) for run in selected]
 

@@ -117,7 +117,7 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
     if not run.precision:
         if options.assume_precision is None:
             return _skip("no-precision", "precision not stated (fp32 or amp)")
-        run = replace(run, precision=options.assume_precision)
+        run = with_assumed_cells(run, options)
         notes.append(f"precision not stated: {run.precision} assumed (--assume-precision)")
     multi_node = run.multi_node
     if multi_node and run.inter_node in ("", "none"):
@@ -169,6 +169,14 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         anchored=baseline is not None,
         assumption=assumption,
     )
+
+
+def with_assumed_cells(run: Run, options: ValidateOptions) -> Run:
+    """``run`` with the cells ``options`` fill for every row (the precision) filled in; the
+    baselines are looked up among rows filled the same way."""
+    if not run.precision and options.assume_precision is not None:
+        return replace(run, precision=options.assume_precision)
+    return run
 
 
 def _batch_and_baseline(

@@ -269,7 +269,8 @@ def load_runs(path: str | os.PathLike[str]) -> RunsFile:
             if run_id in seen:
                 raise _RowError(
                     DUPLICATE_RUN_ID,
-                    f"duplicate run_id {run_id!r} (first on line {seen[run_id]})",
+                    f"column 'run_id' repeats {run_id!r} (duplicate run_id, first on line "
+                    f"{seen[run_id]})",
                     "run_id",
                     run_id,
                 )
