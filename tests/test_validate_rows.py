@@ -94,6 +94,26 @@ def clean(tmp_path_factory: pytest.TempPathFactory):
     return by_id(validate_file(load_runs(path)))
 
 
+def expected_prediction(
+    model: str = "resnet50", gpus: int = 16, **overrides: object
+) -> ddlsim.Prediction:
+    """:func:`ddlsim.predict` with the G file's cluster (16 GPUs on 25GbE unless overridden),
+    as validate maps a row of it."""
+    kwargs: dict[str, object] = {
+        "gpu": "p100-sxm2",
+        "gpus_per_node": 8,
+        "intra_node": "nvlink-p100",
+        "inter_node": "25gbe",
+        "transport": "tcp",
+        "comm": "horovod-nccl",
+        "batch": 64,
+        "precision": "fp32",
+        "data": "synthetic",
+        "single_gpu_throughput": 219.0,
+    }
+    return ddlsim.predict(model, gpus, **{**kwargs, **overrides})
+
+
 def assert_good_rows_unchanged(results, clean) -> None:
     for rid in ("G-0002", "G-0003"):
         assert results[rid].status == PREDICTED
@@ -318,19 +338,7 @@ def test_efficiency_row_without_baseline_uses_the_shipped_calibration(tmp_path: 
     eff = results["G-0003"]
     assert eff.status == PREDICTED and not eff.anchored and eff.baseline is None
     assert "compute not anchored: no single-GPU baseline in the file" in "; ".join(eff.notes)
-    expected = ddlsim.predict(
-        "vgg16",
-        16,
-        gpu="p100-sxm2",
-        gpus_per_node=8,
-        intra_node="nvlink-p100",
-        inter_node="25gbe",
-        transport="tcp",
-        comm="horovod-nccl",
-        batch=64,
-        precision="fp32",
-        data="synthetic",
-    )
+    expected = expected_prediction("vgg16", single_gpu_throughput=None)
     assert eff.predicted_scaling_efficiency == expected.scaling_efficiency
     assert eff.rel_error == pytest.approx(expected.scaling_efficiency / 0.9 - 1, rel=1e-12)
     assert eff.to_json()["anchored"] is False
@@ -390,18 +398,8 @@ def test_each_option_changes_the_prediction_as_predict_does(
     path = write(tmp_path, csv_text([*GOOD[:3], row]))
     base = by_id(validate_file(load_runs(path)))["G-0004"]
     got = by_id(validate_file(load_runs(path), ValidateOptions(**{option: value})))["G-0004"]
-    expected = ddlsim.predict(
-        "resnet50",
-        32,
-        gpu="p100-sxm2",
-        gpus_per_node=8,
-        intra_node="nvlink-p100",
-        inter_node="ib-edr",
-        transport="rdma",
-        comm="horovod-nccl",
-        batch=64,
-        single_gpu_throughput=219.0,
-        **{option: value},
+    expected = expected_prediction(
+        gpus=32, inter_node="ib-edr", transport="rdma", **{option: value}
     )
     assert got.predicted_images_per_sec == expected.images_per_sec
     assert got.predicted_images_per_sec != base.predicted_images_per_sec
@@ -419,17 +417,8 @@ def test_assume_batch_fills_rows_whose_baseline_states_none(tmp_path: Path) -> N
     assert row.status == PREDICTED and row.baseline is not None
     assert row.baseline.run_id == "G-0001"
     assert "batch_per_gpu not stated: 32 assumed (--assume-batch)" in row.notes
-    expected = ddlsim.predict(
-        "resnet50",
-        8,
-        gpu="p100-sxm2",
-        gpus_per_node=8,
-        intra_node="nvlink-p100",
-        inter_node="none",
-        comm="ps",
-        ps_placement="cpu",
-        batch=32,
-        single_gpu_throughput=219.0,
+    expected = expected_prediction(
+        gpus=8, inter_node="none", transport=None, comm="ps", ps_placement="cpu", batch=32
     )
     assert row.predicted_images_per_sec == expected.images_per_sec
 
