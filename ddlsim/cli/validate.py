@@ -29,7 +29,7 @@ file it is predicted from the shipped calibration (note "compute not anchored").
 rows under a catalog assumption: a network whose bandwidth the source does not state (ib ->
 FDR 56 Gb/s, azure-eth -> 10 Gb/s) is predicted with the catalog's figure; the row carries
 "assumption" and is summarised on its own, outside the headline.
-skipped rows, each with a code and a reason naming the column and the cell:
+skipped rows, each with a code and a reason (a bad cell or row: its line, column and value):
   bad-fields, no-run-id, duplicate-run-id (the later row), missing-value (empty required cell:
   model, gpu, gpus), bad-number (not an integer / not a finite number), not-positive (zero or
   negative count or value), unknown-name (model, gpu, intra_node, inter_node, transport, comm,
@@ -39,7 +39,11 @@ skipped rows, each with a code and a reason naming the column and the cell:
   predict-error (any error ddlsim raises for the row). The rest of the file is validated.
 the whole file is refused (one error line, exit 2) when it is unreadable, not UTF-8, has
 broken CSV quoting, is empty, or its header lacks a required column (run_id, model, gpu, gpus)
-or both value columns; --source naming no source of the file is refused the same way.
+or both value columns, or names a column twice; so is a --source id absent from the file
+(the error lists those present), and a bad option value.
+filled cells: --assume-baseline-batch takes the baseline's batch; --assume-batch N fills
+what neither the row nor its baseline states (the baseline is then looked up at batch N);
+--assume-precision fills an empty precision (baselines too). Each filled row says so.
 empty cells otherwise take predict's defaults, listed in the row's notes (data: synthetic).
 """
 
