@@ -124,23 +124,32 @@ def test_skipped_rows_carry_their_reasons(small_csv: Path) -> None:
         "T-0006": "no-batch",
         "T-0007": "no-precision",
         "T-0008": "no-baseline",
-        "T-0009": "network-bandwidth-unknown",
         "T-0010": "predict-error",
         "T-0011": "no-value",
         "T-0012": "network-unknown",
     }
     assert "'other'" in (results["T-0004"].reason or "")
     assert "not a multiple" in (results["T-0010"].reason or "")  # predict's own message
-    assert "56 Gb/s" in (results["T-0009"].reason or "")
     assert all(r.reason for r in results.values() if r.status == SKIPPED)
 
 
-def test_opt_ins_predict_the_assumed_rows(small_csv: Path) -> None:
-    opts = ValidateOptions(assume_baseline_batch=True, allow_assumed_bandwidth=True)
+def test_network_of_unstated_bandwidth_is_predicted_under_the_catalog_assumption(
+    small_csv: Path,
+) -> None:
+    row = by_id(validate_runs(read_runs(small_csv)))["T-0009"]  # inter_node ib
+    assert row.status == PREDICTED and row.anchored
+    assert row.assumption is not None and "'ib'" in row.assumption
+    assert "56 Gb/s" in row.assumption  # the catalog's FDR figure
+    assert row.to_json()["assumption"] == row.assumption
+    ok = by_id(validate_runs(read_runs(small_csv)))["T-0002"]
+    assert ok.assumption is None and ok.to_json()["assumption"] is None
+
+
+def test_assume_baseline_batch_fills_the_batch(small_csv: Path) -> None:
+    opts = ValidateOptions(assume_baseline_batch=True)
     results = by_id(validate_runs(read_runs(small_csv), opts))
     assert results["T-0006"].status == PREDICTED
     assert "the baseline's 64 assumed" in results["T-0006"].notes[0]
-    assert results["T-0009"].status == PREDICTED
 
 
 def test_unknown_name_is_a_skip_reason_not_a_crash(tmp_path: Path) -> None:
@@ -150,8 +159,10 @@ def test_unknown_name_is_a_skip_reason_not_a_crash(tmp_path: Path) -> None:
         "synthetic,1700,,0,x\n"
     )
     row = by_id(validate_runs(read_runs(write_csv(tmp_path, body))))["T-0002"]
-    assert row.status == SKIPPED and row.code == "predict-error"
-    assert "'warp-drive'" in (row.reason or "") and "nvlink-p100" in (row.reason or "")
+    assert row.status == SKIPPED and row.code == "unknown-name"
+    assert (row.column, row.value) == ("intra_node", "warp-drive")
+    assert "'intra_node'" in (row.reason or "") and "'warp-drive'" in (row.reason or "")
+    assert "nvlink-p100" in (row.reason or "")  # the valid names are listed
 
 
 def test_variant_tokens_map_onto_predict_options(tmp_path: Path) -> None:
@@ -245,7 +256,7 @@ def test_malformed_file_names_the_line(tmp_path: Path, body: str, line: int, wor
 
 
 def test_header_without_required_columns(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="lacks column"):
+    with pytest.raises(ConfigError, match="lacks required column"):
         read_runs(write_csv(tmp_path, "1,2\n", header="model,gpu"))
 
 
@@ -253,9 +264,10 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys) -> None:
     code, out, err = run_cli(capsys, "validate", str(tmp_path / "missing.csv"))
     assert code == 2 and out == ""
     assert err.startswith("ddlsim: error: cannot read") and err.count("\n") == 1
-    bad = write_csv(tmp_path, "T-1,T,resnet50\n")
+    bad = write_csv(tmp_path, BASELINE_LINE + '\nT-9,T,"resnet50,p100\n')
     code, _, err = run_cli(capsys, "validate", str(bad))
-    assert code == 2 and "runs.csv:2:" in err and err.count("\n") == 1
+    assert code == 2 and "runs.csv:3:" in err and "malformed CSV" in err
+    assert err.count("\n") == 1
 
 
 # --------------------------------------------------------------------------- outputs
@@ -272,16 +284,21 @@ def test_json_schema(small_csv: Path, capsys) -> None:
         assert row["status"] in ("predicted", "skipped")
         assert (row["reason"] is None) == (row["status"] == "predicted")
     summary = doc["summary"]
-    assert summary["n_predicted"] == 2 and summary["n_skipped"] == 10
-    for key in ("overall", "by_source", "by_comm", "by_gpu", "by_network"):
+    assert summary["n_predicted"] == 3 and summary["n_skipped"] == 9
+    for key in ("overall", "by_source", "by_comm", "by_gpu", "by_network", "by_compute"):
         assert key in summary
     assert set(summary["overall"]) >= {"n", "mape", "median_ape", "p90_ape", "worst_run_id"}
+    # T-0009 (ib: bandwidth assumed) is predicted but kept out of the headline
+    assert summary["overall"]["n"] == 2 and summary["n_under_catalog_assumption"] == 1
+    assert summary["catalog_assumption"]["overall"]["worst_run_id"] == "T-0009"
+    assert list(summary["catalog_assumption"]["by_network"]) == ["ib rdma"]
+    assert all("ib" not in net for net in summary["by_network"])
 
 
 def test_text_report(small_csv: Path, capsys) -> None:
     code, out, _ = run_cli(capsys, "validate", str(small_csv))
     assert code == 0
-    assert "T-0002" in out and "by comm method" in out and "skipped rows (10)" in out
+    assert "T-0002" in out and "by comm method" in out and "skipped rows (9)" in out
     assert "[no-baseline]" in out
 
 

@@ -2,8 +2,8 @@
 
 Each multi-GPU row is predicted with the compute calibration anchored to its single-GPU
 baseline's measured throughput (same source, model, GPU, batch, precision, data, framework) and
-the row's cluster and method; rows ddlsim cannot predict are listed with the reason. See
-:mod:`ddlsim.validate.mapping` for the mapping decisions.
+the row's cluster and method; rows ddlsim cannot predict are listed with the reason, and one bad
+row never refuses the file. See :mod:`ddlsim.validate.mapping` for the mapping decisions.
 """
 
 from __future__ import annotations
@@ -12,19 +12,47 @@ import argparse
 import json
 import sys
 
-from ddlsim.cli.predict import _number
+from ddlsim.cli.predict import _int, _number
+from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
+from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION
+from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
+from ddlsim.strategy import PRECISIONS
 
 _EPILOG = """\
 baseline: a 1-GPU row of the same source, model, gpu, batch, precision, data and framework;
 among several, the one agreeing with a speedup stated in the note, then the same platform
-(the note's text before the first ',' or ';'), variant, comm, intra_node.
+(the note's text before the first ',' or ';'), variant, comm, intra_node. The compute is
+anchored to the baseline's images/s.
 rows validated on the efficiency: a row with only scaling_efficiency (no images_per_sec) is
-compared on ddlsim's predicted efficiency, anchored to its baseline like the others.
-skipped rows: single-GPU rows (baselines), no measured value, comm empty or 'other', batch or
-precision not stated, multi-node rows without a network or on a network whose bandwidth the
-catalog only assumes (ib, azure-eth), no baseline, and any error ddlsim raises for the row.
+compared on ddlsim's predicted efficiency, anchored to its baseline; without a baseline in the
+file it is predicted from the shipped calibration (note "compute not anchored").
+rows under a catalog assumption: a network whose bandwidth the source does not state (ib ->
+FDR 56 Gb/s, azure-eth -> 10 Gb/s) is predicted with the catalog's figure; the row carries
+"assumption" and is summarised on its own, outside the headline.
+skipped rows, each with a code and a reason (a bad cell or row: its line, column and value):
+  bad-fields, no-run-id, duplicate-run-id (the later row), missing-value (empty required cell:
+  model, gpu, gpus), bad-number (not an integer / not a finite number), not-positive (zero or
+  negative count or value), unknown-name (model, gpu, intra_node, inter_node, transport, comm,
+  precision or data ddlsim does not know); baseline-row (single-GPU rows), no-value,
+  comm-not-stated, comm-not-modelled ('other'), no-batch, no-precision, network-unknown
+  (multi-node row without inter_node), no-baseline (images/s rows), ambiguous-baseline,
+  predict-error (any error ddlsim raises for the row). The rest of the file is validated.
+the whole file is refused (one error line, exit 2) when it is unreadable, not UTF-8, has
+broken CSV quoting, is empty, or its header lacks a required column (run_id, model, gpu, gpus)
+or both value columns, or names a column twice; so is a --source id absent from the file
+(the error lists those present), and a bad option value.
+filled cells: --assume-baseline-batch takes the baseline's batch; --assume-batch N fills
+what neither the row nor its baseline states (the baseline is then looked up at batch N);
+--assume-precision fills an empty precision (baselines too). Each filled row says so.
 empty cells otherwise take predict's defaults, listed in the row's notes (data: synthetic).
 """
+
+
+def _positive_int(text: str) -> int:
+    value = _int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,16 +78,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--engine", default="fast", choices=("fast", "detailed"), help="default: fast")
     p.add_argument(
+        "--nccl-version",
+        default=None,
+        metavar="X.Y",
+        help=f"NCCL release for every row (default: predict's, {DEFAULT_NCCL_VERSION})",
+    )
+    p.add_argument(
+        "--horovod-version",
+        default=None,
+        metavar="X.Y[.Z]",
+        help=f"Horovod release for every row (default: predict's, {DEFAULT_HOROVOD_VERSION})",
+    )
+    p.add_argument(
         "--fusion-threshold-mb",
         type=_number,
         default=None,
-        help="HOROVOD_FUSION_THRESHOLD for every Horovod row (default: predict's)",
+        help="HOROVOD_FUSION_THRESHOLD for every Horovod row (default: the release's)",
     )
     p.add_argument(
         "--cycle-time-ms",
         type=_number,
         default=None,
-        help="HOROVOD_CYCLE_TIME for every Horovod row (default: predict's)",
+        help="HOROVOD_CYCLE_TIME for every Horovod row (default: the release's)",
     )
     p.add_argument(
         "--rank-sigma",
@@ -68,42 +108,77 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="per-rank speed variability for every row (default: predict's fitted value)",
     )
     p.add_argument(
+        "--host-contention",
+        type=_number,
+        default=None,
+        metavar="FRACTION",
+        help="compute slowdown of GPUs sharing a node, for every row "
+        f"(default: predict's, {DEFAULT_HOST_CONTENTION:g})",
+    )
+    p.add_argument(
+        "--no-interference",
+        action="store_true",
+        help="do not slow compute while collectives hold SMs, for every row",
+    )
+    p.add_argument(
         "--assume-baseline-batch",
         action="store_true",
         help="predict rows whose batch_per_gpu is empty with their baseline's batch",
     )
     p.add_argument(
-        "--allow-assumed-bandwidth",
-        action="store_true",
-        help="predict rows on networks whose bandwidth the catalog only assumes (ib, azure-eth)",
+        "--assume-batch",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="batch_per_gpu for rows where neither the row nor its baseline states one "
+        "(after --assume-baseline-batch); noted on each row",
+    )
+    p.add_argument(
+        "--assume-precision",
+        default=None,
+        choices=PRECISIONS,
+        help="precision for rows that do not state one; noted on each row",
     )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim validate``."""
-    from ddlsim.validate.core import validate_runs
+    from ddlsim.errors import ConfigError
+    from ddlsim.validate.core import validate_file
     from ddlsim.validate.mapping import ValidateOptions
     from ddlsim.validate.report import format_report
-    from ddlsim.validate.runs import read_runs
+    from ddlsim.validate.runs import load_runs
     from ddlsim.validate.stats import summarise
 
-    if args.plot:
-        from ddlsim.validate.plot import _matplotlib
-
-        _matplotlib()  # fail before the run, not after it
-    runs = read_runs(args.csv)
-    options = ValidateOptions(
+    options = ValidateOptions(  # checks every value before the file is read
         engine=args.engine,
         fusion_threshold_mb=args.fusion_threshold_mb,
         cycle_time_ms=args.cycle_time_ms,
         rank_sigma=args.rank_sigma,
+        host_contention=args.host_contention,
+        interference=not args.no_interference,
+        nccl_version=args.nccl_version,
+        horovod_version=args.horovod_version,
         assume_baseline_batch=args.assume_baseline_batch,
-        allow_assumed_bandwidth=args.allow_assumed_bandwidth,
+        assume_batch=args.assume_batch,
+        assume_precision=args.assume_precision,
     )
-    sources = set(args.source) if args.source else None
-    only = None if sources is None else (lambda r: r.source_id in sources)
-    results = validate_runs(runs, options, only=only)
+    if args.plot:
+        from ddlsim.validate.plot import _matplotlib
+
+        _matplotlib()  # fail before the run, not after it
+    table = load_runs(args.csv)
+    sources = None
+    if args.source:
+        sources = set(args.source)
+        absent = sorted(sources - set(table.sources))
+        if absent:
+            present = ", ".join(table.sources) or "none (source_id is empty on every row)"
+            raise ConfigError(
+                f"--source {', '.join(absent)}: not in {args.csv}; sources present: {present}"
+            )
+    results = validate_file(table, options, sources=sources)
     summary = summarise(results)
     if args.plot:
         from ddlsim.validate.plot import plot_validation

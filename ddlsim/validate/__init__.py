@@ -1,11 +1,14 @@
 """Validation of ddlsim against measured runs (``ddlsim validate``).
 
 - :mod:`~ddlsim.validate.runs`: the measured-runs CSV schema (``traces/measured/README.md``):
-  reading with line-numbered errors, writing atomically;
+  lenient reading (bad rows become coded, line-numbered defects) and strict reading, writing
+  atomically;
+- :mod:`~ddlsim.validate.options`: the settings applied to every row, checked up front;
 - :mod:`~ddlsim.validate.baseline`: which single-GPU row anchors a multi-GPU row;
 - :mod:`~ddlsim.validate.mapping`: a row and its baseline -> ``ddlsim.predict`` keyword
   arguments, or the reason the row cannot be predicted;
 - :mod:`~ddlsim.validate.core`: predict every row, never stopping at one that fails;
+  rows under a catalog assumption are marked so that statistics keep them apart;
 - :mod:`~ddlsim.validate.stats` and :mod:`~ddlsim.validate.report`: error statistics, tables;
 - :mod:`~ddlsim.validate.plot`: predicted-vs-measured and scaling-curve figure (matplotlib).
 """

@@ -1,30 +1,38 @@
 """Predict every row of a measured-runs file and compare; one bad row never stops the run.
 
 Every row comes back as a :class:`RowResult`: ``predicted`` with the relative error of the
-validated metric (``(predicted - measured) / measured``), or ``skipped`` with a reason. A
-:class:`~ddlsim.errors.DdlsimError` raised while predicting a row becomes that row's reason.
+validated metric (``(predicted - measured) / measured``), or ``skipped`` with a short ``code``
+and a reason. A row the reader rejected (:class:`~ddlsim.validate.runs.RowDefect`) is a skipped
+result without a :class:`Run`; a :class:`~ddlsim.errors.DdlsimError` raised while predicting a
+row becomes that row's reason (``predict-error``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ddlsim.errors import DdlsimError
 from ddlsim.validate.baseline import BaselineIndex
-from ddlsim.validate.mapping import METRIC_IPS, ValidateOptions, plan_row
-from ddlsim.validate.runs import Run
+from ddlsim.validate.mapping import METRIC_IPS, ValidateOptions, plan_row, with_assumed_cells
+from ddlsim.validate.runs import RowDefect, Run, RunsFile
 
 PREDICTED = "predicted"
 SKIPPED = "skipped"
+PREDICT_ERROR = "predict-error"
 
 
 @dataclass(frozen=True)
 class RowResult:
-    """The outcome of one row. Errors are fractions (-0.05 = predicted 5% low)."""
+    """The outcome of one row. Errors are fractions (-0.05 = predicted 5% low).
 
-    run: Run
+    ``run`` is ``None`` only for a row the reader rejected (``defect``); ``column`` and
+    ``value`` name the cell at fault where one is; ``anchored``: compute scaled to the
+    baseline's throughput; ``assumption``: the catalog assumption the prediction rests on.
+    """
+
+    run: Run | None
     status: str
     code: str = ""
     reason: str | None = None
@@ -34,10 +42,45 @@ class RowResult:
     predicted_scaling_efficiency: float | None = None
     rel_error: float | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    anchored: bool = False
+    assumption: str | None = None
+    column: str | None = None
+    value: str | None = None
+    defect: RowDefect | None = None
+
+    @classmethod
+    def rejected(cls, defect: RowDefect) -> RowResult:
+        """The skipped result of a row the reader rejected."""
+        return cls(
+            None,
+            SKIPPED,
+            defect.code,
+            defect.reason,
+            column=defect.column,
+            value=defect.value,
+            defect=defect,
+        )
+
+    @property
+    def run_id(self) -> str:
+        """The row's ``run_id`` (``""`` where a rejected row has none)."""
+        return self.run.run_id if self.run else (self.defect.run_id if self.defect else "")
+
+    @property
+    def line(self) -> int | None:
+        """The row's line in the file."""
+        return self.run.line if self.run else (self.defect.line if self.defect else None)
+
+    @property
+    def source_id(self) -> str:
+        """The row's ``source_id`` cell."""
+        return self.run.source_id if self.run else (self.defect.source_id if self.defect else "")
 
     @property
     def measured(self) -> float | None:
         """The measured value of the validated metric."""
+        if self.run is None:
+            return None
         if self.metric == METRIC_IPS:
             return self.run.images_per_sec
         return self.run.scaling_efficiency
@@ -53,6 +96,8 @@ class RowResult:
     def measured_scaling_efficiency(self) -> float | None:
         """Stated efficiency, else measured images/s over ``gpus`` x the baseline's."""
         run, base = self.run, self.baseline
+        if run is None:
+            return None
         if run.scaling_efficiency is not None:
             return run.scaling_efficiency
         if base is None or run.images_per_sec is None or not base.images_per_sec:
@@ -63,21 +108,26 @@ class RowResult:
         """The row of ``ddlsim validate --json`` (the first seven keys are a contract)."""
         run, base = self.run, self.baseline
         return {
-            "run_id": run.run_id,
+            "run_id": self.run_id or None,
             "status": self.status,
             "reason": self.reason,
             "predicted_images_per_sec": self.predicted_images_per_sec,
-            "measured_images_per_sec": run.images_per_sec,
+            "measured_images_per_sec": run.images_per_sec if run else None,
             "rel_error": self.rel_error,
             "baseline_run_id": base.run_id if base else None,
             "skip_code": self.code or None,
+            "line": self.line,
+            "column": self.column,
+            "value": self.value,
             "metric": self.metric,
-            "source_id": run.source_id,
-            "model": run.model,
-            "gpu": run.gpu,
-            "gpus": run.gpus,
-            "comm": run.comm,
-            "network": network_label(run),
+            "anchored": self.anchored if self.status == PREDICTED else None,
+            "assumption": self.assumption,
+            "source_id": self.source_id or None,
+            "model": run.model if run else None,
+            "gpu": run.gpu if run else None,
+            "gpus": run.gpus if run else None,
+            "comm": run.comm if run else None,
+            "network": network_label(run) if run else None,
             "baseline_images_per_sec": base.images_per_sec if base else None,
             "predicted_scaling_efficiency": self.predicted_scaling_efficiency,
             "measured_scaling_efficiency": self.measured_scaling_efficiency,
@@ -104,9 +154,26 @@ def validate_runs(
     ``only`` restricts which rows are validated; the others are not returned.
     """
     opts = options or ValidateOptions()
-    index = BaselineIndex(runs)
+    index = BaselineIndex(with_assumed_cells(run, opts) for run in runs)
     selected: Iterable[Run] = runs if only is None else filter(only, runs)
     return [validate_row(run, index, opts) for run in selected]
+
+
+def validate_file(
+    table: RunsFile,
+    options: ValidateOptions | None = None,
+    *,
+    sources: Collection[str] | None = None,
+) -> list[RowResult]:
+    """Every row of a leniently read file in file order: the rows the reader rejected as
+    skipped results, the others predicted. ``sources`` keeps the rows of those source ids
+    (baselines are still looked up in every valid row)."""
+    only = None if sources is None else (lambda r: r.source_id in sources)
+    results = validate_runs(table.runs, options, only=only)
+    results += [
+        RowResult.rejected(d) for d in table.defects if sources is None or d.source_id in sources
+    ]
+    return sorted(results, key=lambda r: r.line or 0)
 
 
 def validate_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowResult:
@@ -115,13 +182,28 @@ def validate_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> Ro
 
     plan = plan_row(run, index, options)
     if plan.kwargs is None:
-        return RowResult(run, SKIPPED, plan.code, plan.reason, baseline=plan.baseline)
+        return RowResult(
+            run,
+            SKIPPED,
+            plan.code,
+            plan.reason,
+            baseline=plan.baseline,
+            column=plan.column,
+            value=plan.value,
+        )
     try:
         pred = predict(**plan.kwargs)
     except DdlsimError as exc:
         message = " ".join(str(exc).split())
         return RowResult(
-            run, SKIPPED, "predict-error", message, plan.metric, plan.baseline, notes=plan.notes
+            run,
+            SKIPPED,
+            PREDICT_ERROR,
+            message,
+            plan.metric,
+            plan.baseline,
+            notes=plan.notes,
+            assumption=plan.assumption,
         )
     ips, eff = float(pred.images_per_sec), float(pred.scaling_efficiency)
     if plan.metric == METRIC_IPS:
@@ -138,4 +220,6 @@ def validate_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> Ro
         predicted_scaling_efficiency=eff,
         rel_error=predicted / measured - 1.0,
         notes=plan.notes,
+        anchored=plan.anchored,
+        assumption=plan.assumption,
     )

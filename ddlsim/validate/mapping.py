@@ -1,17 +1,26 @@
 """One measured row and its baseline -> keyword arguments of :func:`ddlsim.predict`.
 
-Decisions (documented in ``ddlsim validate --help`` and the README):
+Decisions (documented in ``ddlsim validate --help``, the README and docs/design.md):
 
 - The compute calibration is anchored to the baseline's measured throughput
   (``single_gpu_throughput``), so the comparison isolates the scaling model.
 - A row with only ``scaling_efficiency`` is validated on the efficiency (ddlsim's predicted
   efficiency against the stated one); the anchor still sets the compute/communication ratio.
-- Rows are skipped, with a reason and a short ``code``, when ddlsim cannot predict them: a
+  Without a single-GPU baseline in the file such a row is predicted from the shipped
+  calibration (not anchored) and says so in its notes; a row with ``images_per_sec`` and no
+  baseline is skipped (``no-baseline``).
+- A name ddlsim does not know (``model``, ``gpu``, ``intra_node``, ``inter_node``,
+  ``transport``, ``comm``, ``precision``, ``data``) skips the row (``unknown-name``), naming
+  the column and the cell.
+- Rows are also skipped, with a reason and a short ``code``, when ddlsim cannot predict them: a
   single-GPU row (a baseline), no measured value, ``comm`` empty or not modelled (``other``),
-  ``batch_per_gpu`` or ``precision`` not stated, a multi-node row without a network, a network
-  whose bandwidth the catalog only assumes (``ib``, ``azure-eth``), no single-GPU baseline.
-  The framework is not a reason: Horovod, parameter servers and BytePS are modelled as
-  exchanges, and the anchor carries the framework's compute speed.
+  ``batch_per_gpu`` or ``precision`` not stated (unless an ``assume_*`` option fills it), a
+  multi-node row without a network, an ambiguous baseline. The framework is not a reason:
+  Horovod, parameter servers and BytePS are modelled as exchanges, and the anchor carries the
+  framework's compute speed.
+- A network whose bandwidth the catalog marks as an assumption (``ib`` -> FDR 56 Gb/s,
+  ``azure-eth`` -> 10 Gb/s) is predicted under that assumption; the plan carries it
+  (``assumption``) so that reports keep such rows out of the headline.
 - Empty cells left to predict's defaults are listed in the row's notes: ``data`` (synthetic
   assumed), ``intra_node`` (the GPU's usual server), ``gpus_per_node``, ``transport``.
 - ``variant`` tokens map onto predict's options where one exists: ``ps-colocated`` ->
@@ -24,17 +33,26 @@ Decisions (documented in ``ddlsim validate --help`` and the README):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddlsim.cluster import catalog
-from ddlsim.errors import DdlsimError
-from ddlsim.strategy import COMM_METHODS
-from ddlsim.validate.baseline import BaselineIndex
+from ddlsim.cluster.specs import TRANSPORTS
+from ddlsim.errors import DdlsimError, UnknownNameError
+from ddlsim.strategy import COMM_METHODS, DATA_KINDS, PRECISIONS
+from ddlsim.validate.baseline import BaselineChoice, BaselineIndex
+from ddlsim.validate.options import ValidateOptions
 from ddlsim.validate.runs import Run
+from ddlsim.workload.zoo import MODEL_NAMES
+
+__all__ = ["METRIC_EFFICIENCY", "METRIC_IPS", "RowPlan", "ValidateOptions", "plan_row"]
 
 METRIC_IPS = "images_per_sec"
 METRIC_EFFICIENCY = "scaling_efficiency"
+UNKNOWN_NAME = "unknown-name"
+#: ``comm`` values of the schema that are not exchange methods ddlsim models
+SCHEMA_ONLY_COMMS = ("single", "other")
 
 #: variant tokens that set a predict option
 VARIANT_OPTIONS: dict[str, dict[str, Any]] = {
@@ -47,20 +65,10 @@ VARIANT_OPTIONS: dict[str, dict[str, Any]] = {
 
 
 @dataclass(frozen=True)
-class ValidateOptions:
-    """Settings applied to every row (Horovod knobs, engine, opt-in assumptions)."""
-
-    engine: str = "fast"
-    fusion_threshold_mb: float | None = None
-    cycle_time_ms: float | None = None
-    rank_sigma: float | None = None
-    assume_baseline_batch: bool = False
-    allow_assumed_bandwidth: bool = False
-
-
-@dataclass(frozen=True)
 class RowPlan:
-    """How to predict one row (``kwargs``), or why it cannot be (``code``, ``reason``)."""
+    """How to predict one row (``kwargs``), or why it cannot be (``code``, ``reason``, and
+    the ``column`` / ``value`` at fault where one is). ``anchored``: the compute is scaled to
+    the baseline's throughput; ``assumption``: the catalog assumption the prediction rests on."""
 
     kwargs: dict[str, Any] | None
     metric: str | None = None
@@ -68,6 +76,10 @@ class RowPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
     code: str = ""
     reason: str = ""
+    column: str | None = None
+    value: str | None = None
+    anchored: bool = False
+    assumption: str | None = None
 
 
 def _skip(code: str, reason: str, baseline: Run | None = None) -> RowPlan:
@@ -76,6 +88,16 @@ def _skip(code: str, reason: str, baseline: Run | None = None) -> RowPlan:
 
 def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPlan:
     """Map ``run`` onto predict's keyword arguments, or say why it cannot be predicted."""
+    unknown = unknown_name(run)
+    if unknown is not None:
+        column, message = unknown
+        return RowPlan(
+            None,
+            code=UNKNOWN_NAME,
+            reason=f"column {column!r}: {message}",
+            column=column,
+            value=getattr(run, column),
+        )
     if run.is_single_gpu:
         return _skip("baseline-row", "single-GPU row (a baseline; nothing to scale)")
     if run.images_per_sec is not None:
@@ -92,28 +114,27 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
             f"comm {run.comm!r} is not a modelled method ({', '.join(COMM_METHODS)})",
         )
     notes: list[str] = []
-    fill_batch = run.batch_per_gpu is None and options.assume_baseline_batch
-    if run.batch_per_gpu is None and not fill_batch:
-        return _skip("no-batch", "batch_per_gpu not stated (ddlsim needs the per-GPU batch)")
     if not run.precision:
-        return _skip("no-precision", "precision not stated (fp32 or amp)")
+        if options.assume_precision is None:
+            return _skip("no-precision", "precision not stated (fp32 or amp)")
+        run = with_assumed_cells(run, options)
+        notes.append(f"precision not stated: {run.precision} assumed (--assume-precision)")
     multi_node = run.multi_node
     if multi_node and run.inter_node in ("", "none"):
         return _skip("network-unknown", "multi-node run without a stated network (inter_node)")
-    if multi_node and not options.allow_assumed_bandwidth:
-        assumed = _assumed_bandwidth(run)
-        if assumed:
-            return _skip("network-bandwidth-unknown", assumed)
-    choice = index.choose(run, any_batch=fill_batch)
-    if choice.run is None:
-        return _skip(choice.code, choice.reason)
-    baseline = choice.run
-    batch = run.batch_per_gpu
+    batch, choice, batch_notes = _batch_and_baseline(run, index, options)
     if batch is None:
-        if baseline.batch_per_gpu is None:
-            return _skip("no-batch", "batch_per_gpu stated neither by the row nor its baseline")
-        batch = baseline.batch_per_gpu
-        notes.append(f"batch_per_gpu not stated: the baseline's {batch} assumed")
+        if choice.run is not None:
+            reason = "batch_per_gpu stated neither by the row nor its single-GPU baseline"
+        else:
+            reason = "batch_per_gpu not stated (ddlsim needs the per-GPU batch)"
+        return _skip("no-batch", reason, choice.run)
+    notes.extend(batch_notes)
+    baseline = choice.run
+    if baseline is None:
+        if metric != METRIC_EFFICIENCY or choice.code != "no-baseline":
+            return _skip(choice.code, choice.reason)
+        notes.append(f"compute not anchored: {_no_anchor(choice)}")
     kwargs: dict[str, Any] = {
         "model": run.model,
         "gpus": run.gpus,
@@ -127,15 +148,9 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         "batch": batch,
         "precision": run.precision,
         "data": run.data or "synthetic",
-        "single_gpu_throughput": baseline.images_per_sec,
-        "engine": options.engine,
+        "single_gpu_throughput": baseline.images_per_sec if baseline else None,
+        **options.predict_kwargs(),
     }
-    if options.fusion_threshold_mb is not None:
-        kwargs["fusion_threshold_mb"] = options.fusion_threshold_mb
-    if options.cycle_time_ms is not None:
-        kwargs["cycle_time_ms"] = options.cycle_time_ms
-    if options.rank_sigma is not None:
-        kwargs["rank_sigma"] = options.rank_sigma
     notes.extend(_defaults_notes(run, multi_node))
     unmapped = []
     for token in run.variant:
@@ -145,7 +160,103 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
             unmapped.append(token)
     if unmapped:
         notes.append(f"variant not mapped: {', '.join(unmapped)}")
-    return RowPlan(kwargs, metric, baseline, tuple(notes))
+    assumption = assumed_bandwidth(run) if multi_node else None
+    return RowPlan(
+        kwargs,
+        metric,
+        baseline,
+        tuple(notes),
+        anchored=baseline is not None,
+        assumption=assumption,
+    )
+
+
+def with_assumed_cells(run: Run, options: ValidateOptions) -> Run:
+    """``run`` with the cells ``options`` fill for every row (the precision) filled in; the
+    baselines are looked up among rows filled the same way."""
+    if not run.precision and options.assume_precision is not None:
+        return replace(run, precision=options.assume_precision)
+    return run
+
+
+def _batch_and_baseline(
+    run: Run, index: BaselineIndex, options: ValidateOptions
+) -> tuple[int | None, BaselineChoice, list[str]]:
+    """The per-GPU batch (``None``: not stated and not filled), the baseline choice, notes.
+
+    The row's batch, else (``assume_baseline_batch``) the batch of a baseline found ignoring
+    the batch, else (``assume_batch``) the assumed one, which then keys the baseline look-up
+    unless a baseline that also leaves the batch empty was found.
+    """
+    if run.batch_per_gpu is not None:
+        return run.batch_per_gpu, index.choose(run), []
+    choice = index.choose(run)  # a baseline that leaves the batch empty as well
+    if choice.run is None and options.assume_baseline_batch:
+        loose = index.choose(run, any_batch=True)
+        if loose.run is not None and loose.run.batch_per_gpu is not None:
+            batch = loose.run.batch_per_gpu
+            return batch, loose, [f"batch_per_gpu not stated: the baseline's {batch} assumed"]
+        if loose.code != "no-baseline":
+            choice = loose
+    if options.assume_batch is None:
+        return None, choice, []
+    batch = options.assume_batch
+    if choice.run is None and choice.code == "no-baseline":
+        choice = index.choose(replace(run, batch_per_gpu=batch))
+    return batch, choice, [f"batch_per_gpu not stated: {batch} assumed (--assume-batch)"]
+
+
+def _no_anchor(choice: BaselineChoice) -> str:
+    if "state no images_per_sec" in choice.reason:
+        return f"{choice.reason} (shipped calibration used)"
+    return "no single-GPU baseline in the file (shipped calibration used)"
+
+
+#: columns naming something from a closed vocabulary: column -> (what, valid names)
+_CLOSED_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "model": ("model", MODEL_NAMES),
+    "transport": ("transport", TRANSPORTS),
+    "comm": ("comm method", (*COMM_METHODS, *SCHEMA_ONLY_COMMS)),
+    "precision": ("precision", PRECISIONS),
+    "data": ("data", DATA_KINDS),
+}
+#: columns naming a catalog entry: column -> look-up (raises UnknownNameError)
+_CATALOG_NAMES: dict[str, Callable[[str], object]] = {
+    "gpu": catalog.device,
+    "intra_node": catalog.intra_link,
+    "inter_node": catalog.network,
+}
+#: the columns :func:`unknown_name` checks, in that order
+NAME_COLUMNS = (
+    "model",
+    "gpu",
+    "intra_node",
+    "inter_node",
+    "transport",
+    "comm",
+    "precision",
+    "data",
+)
+
+
+def unknown_name(run: Run) -> tuple[str, str] | None:
+    """``(column, message)`` for the first non-empty cell naming something ddlsim does not
+    know (names are compared as predict compares them: catalog names and transports ignore
+    case)."""
+    for column in NAME_COLUMNS:
+        value = getattr(run, column)
+        if not value:
+            continue
+        if column in _CATALOG_NAMES:
+            try:
+                _CATALOG_NAMES[column](value)
+            except UnknownNameError as exc:
+                return column, str(exc)
+            continue
+        what, valid = _CLOSED_NAMES[column]
+        if (value.lower() if column == "transport" else value) not in valid:
+            return column, str(UnknownNameError(what, value, valid))
+    return None
 
 
 def _defaults_notes(run: Run, multi_node: bool) -> list[str]:
@@ -161,16 +272,16 @@ def _defaults_notes(run: Run, multi_node: bool) -> list[str]:
     return notes
 
 
-def _assumed_bandwidth(run: Run) -> str:
-    """A skip reason when the catalog's bandwidth of the row's network is an assumption."""
+def assumed_bandwidth(run: Run) -> str | None:
+    """The catalog assumption behind the bandwidth of the row's network, if it is one."""
     try:
         net = catalog.network(run.inter_node, run.gpu)
-    except DdlsimError:  # an unknown name: predict reports it as the row's reason
-        return ""
-    if "assumption:" in net.sources.get("bandwidth_Gbps", ""):
-        gbps = net.nominal_bandwidth_Bps * 8 / 1e9
-        return (
-            f"network {run.inter_node!r}: bandwidth not stated by its source (the catalog "
-            f"assumes {gbps:g} Gb/s; --allow-assumed-bandwidth predicts it anyway)"
-        )
-    return ""
+    except DdlsimError:  # an unknown name is the row's skip reason, found earlier
+        return None
+    if "assumption:" not in net.sources.get("bandwidth_Gbps", ""):
+        return None
+    gbps = net.nominal_bandwidth_Bps * 8 / 1e9
+    return (
+        f"inter_node {run.inter_node!r}: bandwidth not stated by the source; the catalog "
+        f"assumes {gbps:g} Gb/s"
+    )

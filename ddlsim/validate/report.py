@@ -17,6 +17,7 @@ _GROUP_TITLES = {
     "by_gpu": "by GPU",
     "by_network": "by network",
     "by_metric": "by validated metric",
+    "by_compute": "by compute calibration",
 }
 
 
@@ -42,11 +43,13 @@ def format_rows(results: Sequence[RowResult]) -> list[str]:
         if row.status != PREDICTED:
             continue
         run = row.run
+        assert run is not None  # a predicted row has one
+        base = row.baseline.run_id if row.baseline else "not anchored"
+        flag = "  [catalog assumption]" if row.assumption else ""
         lines.append(
             f"{run.run_id:<25}{run.model:<14}{run.comm:<23}{run.gpus:>5}  "
             f"{network_label(run):<12}{_value(row, row.measured):>11}"
-            f"{_value(row, row.predicted):>11}{_pct(row.rel_error, True):>9}  "
-            f"{row.baseline.run_id if row.baseline else '-'}"
+            f"{_value(row, row.predicted):>11}{_pct(row.rel_error, True):>9}  {base}{flag}"
         )
     return lines
 
@@ -61,24 +64,39 @@ def _stats_line(label: str, stats: dict[str, Any], indent: int) -> str:
 
 
 def format_summary(summary: dict[str, Any]) -> list[str]:
-    """The error table: overall, then each grouping."""
+    """The error table: the headline (rows without a catalog assumption) and its groupings,
+    then the rows predicted under a catalog assumption on their own."""
+    assumed = summary["catalog_assumption"]
+    headline = "rows without assumption" if assumed["overall"]["n"] else "all predicted rows"
     lines = [
         f"{'group':<28}{'n':>5}{'MAPE':>8}{'median':>8}{'p90':>8}{'bias':>9}  worst",
-        _stats_line("all predicted rows", summary["overall"], 0),
+        _stats_line(headline, summary["overall"], 0),
     ]
     for key, title in _GROUP_TITLES.items():
         lines.append(title)
         lines.extend(_stats_line(name, st, 2) for name, st in summary[key].items())
+    if assumed["overall"]["n"]:
+        lines.append("under a catalog assumption (not in the rows above)")
+        lines.append(_stats_line("all such rows", assumed["overall"], 2))
+        lines.extend(_stats_line(name, st, 4) for name, st in assumed["by_network"].items())
+        lines.extend(f"  assumption: {text}" for text in assumed["assumptions"])
     return lines
 
 
 def format_skipped(results: Sequence[RowResult]) -> list[str]:
-    """Skipped rows grouped by reason, every run id listed."""
+    """Skipped rows: a bad cell or row one line each (line, run id, reason), the others
+    grouped by reason with every run id listed."""
     groups: dict[tuple[str, str], list[str]] = defaultdict(list)
-    for row in results:
-        if row.status != PREDICTED:
-            groups[(row.code, row.reason or "")].append(row.run.run_id)
     lines = []
+    for row in results:
+        if row.status == PREDICTED:
+            continue
+        if row.defect is not None or row.column is not None:
+            lines.append(
+                f"  [{row.code}] line {row.line} {row.run_id or '(no run_id)'}: {row.reason}"
+            )
+        else:
+            groups[(row.code, row.reason or "")].append(row.run_id)
     for (code, reason), ids in groups.items():
         lines.append(f"  [{code}] {reason} ({len(ids)}):")
         lines.extend(
@@ -92,10 +110,16 @@ def format_report(
 ) -> str:
     """The whole text report."""
     n_pred = summary["n_predicted"]
+    n_assumed = summary["n_under_catalog_assumption"]
+    n_loose = summary["n_not_anchored"]
+    parts = [f"{n_assumed} under a catalog assumption"] if n_assumed else []
+    parts += [f"{n_loose} not anchored"] if n_loose else []
+    detail = f" ({', '.join(parts)})" if parts else ""
     out = [
         f"ddlsim validate: {path}",
-        f"{summary['n_rows']} rows: {n_pred} predicted, {summary['n_skipped']} skipped; "
-        "compute anchored to each row's single-GPU baseline",
+        f"{summary['n_rows']} rows: {n_pred} predicted{detail}, {summary['n_skipped']} skipped",
+        "compute anchored to each row's single-GPU baseline; efficiency-only rows without one: "
+        "shipped calibration",
         "error = predicted / measured - 1 (images/s; 'eff' rows: scaling efficiency)",
         "",
     ]
@@ -104,7 +128,9 @@ def format_report(
         out += format_summary(summary)
         out += ["", f"worst {min(n_worst, n_pred)} rows"]
         for row in worst_rows(results, n_worst):
-            notes = f"  [{'; '.join(row.notes)}]" if row.notes else ""
+            assert row.run is not None  # a predicted row has one
+            said = [*row.notes, *([f"assumption: {row.assumption}"] if row.assumption else [])]
+            notes = f"  [{'; '.join(said)}]" if said else ""
             out.append(
                 f"  {row.run.run_id:<25}{_pct(row.rel_error, True):>9}  {row.run.model} "
                 f"{row.run.gpu} x{row.run.gpus} {row.run.comm} {network_label(row.run)}{notes}"

@@ -1,11 +1,17 @@
 """The measured-runs CSV schema (``traces/measured/README.md``): read it, write it.
 
-:func:`read_runs` accepts any CSV with the schema's header names: extra columns are ignored,
-missing optional columns read as empty cells, and anything malformed (not UTF-8, a broken quote,
-a row with the wrong number of fields, a non-numeric count, a duplicate ``run_id``) raises
-:class:`~ddlsim.errors.ConfigError` naming the file and the line. :func:`format_rows` writes
-rows in the schema's column order; :func:`write_atomic` writes a file through a temporary file
-renamed into place, so that it is never left half-written.
+Two readers share one parser. :func:`load_runs` is lenient about rows: a data row it cannot
+turn into a :class:`Run` (the wrong number of fields, an empty or duplicate ``run_id``, an empty
+required cell, a count or value that is not a positive finite number) becomes a
+:class:`RowDefect` naming the line, the column and the cell, and the other rows are read.
+:func:`read_runs` is strict: the first such row raises :class:`~ddlsim.errors.ConfigError`
+(``FILE:LINE: reason``); it is for files ddlsim writes or a caller wants whole.
+
+Both refuse the whole *file* (ConfigError) when it is unreadable, not UTF-8, has broken CSV
+quoting, is empty, or its header lacks a required column, names a column twice, or has neither
+value column. Extra columns are ignored and missing optional columns read as empty cells.
+:func:`format_rows` writes rows in the schema's column order; :func:`write_atomic` writes a file
+through a temporary file renamed into place, so that it is never left half-written.
 """
 
 from __future__ import annotations
@@ -46,6 +52,15 @@ COLUMNS: tuple[str, ...] = (
 )
 REQUIRED_COLUMNS = ("run_id", "model", "gpu", "gpus")
 VALUE_COLUMNS = ("images_per_sec", "scaling_efficiency")
+
+#: skip codes of rows the lenient reader rejects
+BAD_FIELDS = "bad-fields"
+NO_RUN_ID = "no-run-id"
+DUPLICATE_RUN_ID = "duplicate-run-id"
+MISSING_VALUE = "missing-value"
+BAD_NUMBER = "bad-number"
+NOT_POSITIVE = "not-positive"
+DEFECT_CODES = (BAD_FIELDS, NO_RUN_ID, DUPLICATE_RUN_ID, MISSING_VALUE, BAD_NUMBER, NOT_POSITIVE)
 
 
 @dataclass(frozen=True)
@@ -93,43 +108,100 @@ class Run:
         return ";".join(self.variant)
 
 
-class _Cells:
-    """Typed access to one CSV record's cells; errors name the file, line and column."""
+@dataclass(frozen=True)
+class RowDefect:
+    """A data row that is not a valid :class:`Run`: ``code`` (one of :data:`DEFECT_CODES`),
+    ``reason`` naming the ``column`` and its cell ``value`` where one is at fault."""
 
-    def __init__(self, where: str, record: Mapping[str, str | None]) -> None:
-        self.where = where
+    line: int
+    code: str
+    reason: str
+    run_id: str = ""
+    source_id: str = ""
+    column: str | None = None
+    value: str | None = None
+
+
+@dataclass(frozen=True)
+class RunsFile:
+    """A measured-runs file as :func:`load_runs` read it: valid rows and rejected rows."""
+
+    path: Path
+    runs: list[Run]
+    defects: list[RowDefect]
+
+    @property
+    def sources(self) -> list[str]:
+        """The non-empty ``source_id`` values of every row, rejected ones included, sorted."""
+        ids = {r.source_id for r in self.runs} | {d.source_id for d in self.defects}
+        return sorted(ids - {""})
+
+
+class _RowError(Exception):
+    """A row defect found while parsing one record (internal: becomes a RowDefect)."""
+
+    def __init__(self, code: str, reason: str, column: str | None = None, value: str = "") -> None:
+        super().__init__(reason)
+        self.code, self.reason, self.column, self.value = code, reason, column, value
+
+
+class _Cells:
+    """Typed access to one CSV record's cells; errors name the column and the cell."""
+
+    def __init__(self, record: Mapping[str, str | None]) -> None:
         self.record = record
 
     def text(self, column: str) -> str:
         return (self.record.get(column) or "").strip()
 
-    def integer(self, column: str, *, required: bool = False) -> int | None:
+    def required(self, column: str) -> str:
         cell = self.text(column)
         if not cell:
-            if required:
-                raise ConfigError(f"{self.where}: column {column!r} is empty")
+            raise _RowError(MISSING_VALUE, f"column {column!r} is empty (required)", column)
+        return cell
+
+    def integer(self, column: str, *, required: bool = False) -> int | None:
+        cell = self.required(column) if required else self.text(column)
+        if not cell:
             return None
-        try:
-            value = float(cell)
-        except ValueError:
-            value = math.nan
+        value = _float(cell)
         if not math.isfinite(value) or value != int(value):
-            raise ConfigError(f"{self.where}: column {column!r} must be an integer, got {cell!r}")
+            raise _RowError(
+                BAD_NUMBER, f"column {column!r} must be an integer, got {cell!r}", column, cell
+            )
+        if value < 1:
+            raise _RowError(
+                NOT_POSITIVE,
+                f"column {column!r} must be a positive integer, got {cell!r}",
+                column,
+                cell,
+            )
         return int(value)
 
     def number(self, column: str) -> float | None:
         cell = self.text(column)
         if not cell:
             return None
-        try:
-            value = float(cell)
-        except ValueError:
-            value = math.nan
-        if not math.isfinite(value) or value <= 0:
-            raise ConfigError(
-                f"{self.where}: column {column!r} must be a positive number, got {cell!r}"
+        value = _float(cell)
+        if not math.isfinite(value):
+            raise _RowError(
+                BAD_NUMBER, f"column {column!r} must be a finite number, got {cell!r}", column, cell
+            )
+        if value <= 0:
+            raise _RowError(
+                NOT_POSITIVE,
+                f"column {column!r} must be a positive number, got {cell!r}",
+                column,
+                cell,
             )
         return value
+
+
+def _float(cell: str) -> float:
+    try:
+        return float(cell)
+    except ValueError:
+        return math.nan
 
 
 def _decode(path: Path) -> str:
@@ -144,10 +216,7 @@ def _decode(path: Path) -> str:
         raise ConfigError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
 
 
-def read_runs(path: str | os.PathLike[str]) -> list[Run]:
-    """Read a measured-runs CSV; raises :class:`ConfigError` naming the line of any defect."""
-    path = Path(path)
-    reader = csv.reader(io.StringIO(_decode(path), newline=""), strict=True)
+def _header(path: Path, reader) -> list[str]:
     try:
         header = [name.strip() for name in next(reader)]
     except StopIteration:
@@ -157,12 +226,27 @@ def read_runs(path: str | os.PathLike[str]) -> list[Run]:
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise ConfigError(
-            f"{path}:1: header lacks column(s) {', '.join(missing)} "
+            f"{path}:1: header lacks required column(s) {', '.join(missing)} "
             f"(expected the measured-runs schema: {', '.join(COLUMNS)})"
         )
+    twice = sorted({c for c in header if c and header.count(c) > 1})
+    if twice:
+        raise ConfigError(f"{path}:1: header names column(s) {', '.join(twice)} more than once")
     if not any(c in header for c in VALUE_COLUMNS):
         raise ConfigError(f"{path}:1: header has neither images_per_sec nor scaling_efficiency")
+    return header
+
+
+def load_runs(path: str | os.PathLike[str]) -> RunsFile:
+    """Read a measured-runs CSV leniently: bad rows become :class:`RowDefect` entries.
+
+    File-level defects raise :class:`ConfigError` (module docstring).
+    """
+    path = Path(path)
+    reader = csv.reader(io.StringIO(_decode(path), newline=""), strict=True)
+    header = _header(path, reader)
     runs: list[Run] = []
+    defects: list[RowDefect] = []
     seen: dict[str, int] = {}
     while True:
         try:
@@ -174,32 +258,52 @@ def read_runs(path: str | os.PathLike[str]) -> list[Run]:
         line = reader.line_num
         if not any(f.strip() for f in fields):
             continue
-        if len(fields) != len(header):
-            raise ConfigError(
-                f"{path}:{line}: {len(fields)} field(s), the header has {len(header)}"
+        record = dict(zip(header, fields, strict=False))
+        run_id = (record.get("run_id") or "").strip()
+        source_id = (record.get("source_id") or "").strip()
+        try:
+            if len(fields) != len(header):
+                raise _RowError(BAD_FIELDS, f"{len(fields)} field(s), the header has {len(header)}")
+            if not run_id:
+                raise _RowError(NO_RUN_ID, "column 'run_id' is empty", "run_id")
+            if run_id in seen:
+                raise _RowError(
+                    DUPLICATE_RUN_ID,
+                    f"column 'run_id' repeats {run_id!r} (duplicate run_id, first on line "
+                    f"{seen[run_id]})",
+                    "run_id",
+                    run_id,
+                )
+            run = _run(_Cells(record), line)
+        except _RowError as err:
+            defects.append(
+                RowDefect(line, err.code, err.reason, run_id, source_id, err.column, err.value)
             )
-        run = _run(_Cells(f"{path}:{line}", dict(zip(header, fields, strict=True))), line)
-        if run.run_id in seen:
-            raise ConfigError(
-                f"{path}:{line}: duplicate run_id {run.run_id!r} (first on line {seen[run.run_id]})"
-            )
-        seen[run.run_id] = line
+            continue
+        seen[run_id] = line
         runs.append(run)
-    return runs
+    return RunsFile(path, runs, defects)
+
+
+def read_runs(path: str | os.PathLike[str]) -> list[Run]:
+    """Read a measured-runs CSV strictly: any defect raises :class:`ConfigError`
+    ``FILE:LINE: reason`` (the first one in the file)."""
+    table = load_runs(path)
+    if table.defects:
+        first = table.defects[0]
+        raise ConfigError(f"{table.path}:{first.line}: {first.reason}")
+    return table.runs
 
 
 def _run(cells: _Cells, line: int) -> Run:
-    run_id = cells.text("run_id")
-    if not run_id:
-        raise ConfigError(f"{cells.where}: column 'run_id' is empty")
     gpus = cells.integer("gpus", required=True)
     assert gpus is not None
     return Run(
         line=line,
-        run_id=run_id,
+        run_id=cells.text("run_id"),
         source_id=cells.text("source_id"),
-        model=cells.text("model"),
-        gpu=cells.text("gpu"),
+        model=cells.required("model"),
+        gpu=cells.required("gpu"),
         gpus=gpus,
         gpus_per_node=cells.integer("gpus_per_node"),
         intra_node=cells.text("intra_node"),

@@ -5,6 +5,10 @@ Every figure is a fraction (0.05 = 5%): ``mape`` (mean absolute relative error),
 (signed: positive = ddlsim over-predicts), and the worst row with its signed error. Rows whose
 metric is the scaling efficiency count with the error of the efficiency; with the compute
 anchored to the baseline the two errors are the same quantity (predicted / measured speed-up).
+
+The headline (``overall`` and the groupings) covers the predicted rows that rest on no catalog
+assumption; rows predicted under one (a network whose bandwidth the source does not state) are
+summarised on their own under ``catalog_assumption``, never mixed into the headline.
 """
 
 from __future__ import annotations
@@ -19,11 +23,12 @@ from ddlsim.validate.core import PREDICTED, RowResult, network_label
 
 #: summary groupings: JSON key -> row attribute
 GROUPS: dict[str, Callable[[RowResult], str]] = {
-    "by_source": lambda r: r.run.source_id or "(none)",
+    "by_source": lambda r: r.source_id or "(none)",
     "by_comm": lambda r: r.run.comm,
     "by_gpu": lambda r: r.run.gpu,
     "by_network": lambda r: network_label(r.run),
     "by_metric": lambda r: r.metric or "",
+    "by_compute": lambda r: "anchored" if r.anchored else "not anchored",
 }
 
 
@@ -54,21 +59,35 @@ def error_stats(results: Sequence[RowResult]) -> dict[str, Any]:
     }
 
 
+def grouped(rows: Sequence[RowResult], label: Callable[[RowResult], str]) -> dict[str, Any]:
+    """:func:`error_stats` of ``rows`` grouped by ``label``, groups sorted by name."""
+    groups: dict[str, list[RowResult]] = defaultdict(list)
+    for row in rows:
+        groups[label(row)].append(row)
+    return {name: error_stats(groups[name]) for name in sorted(groups)}
+
+
 def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
     """The ``summary`` object of ``ddlsim validate --json``."""
     predicted = [r for r in results if r.status == PREDICTED]
+    headline = [r for r in predicted if r.assumption is None]
+    assumed = [r for r in predicted if r.assumption is not None]
     summary: dict[str, Any] = {
         "n_rows": len(results),
         "n_predicted": len(predicted),
         "n_skipped": len(results) - len(predicted),
+        "n_under_catalog_assumption": len(assumed),
+        "n_not_anchored": sum(1 for r in predicted if not r.anchored),
         "skipped_by_code": dict(Counter(r.code for r in results if r.status != PREDICTED)),
-        "overall": error_stats(predicted),
+        "overall": error_stats(headline),
     }
     for key, label in GROUPS.items():
-        groups: dict[str, list[RowResult]] = defaultdict(list)
-        for row in predicted:
-            groups[label(row)].append(row)
-        summary[key] = {name: error_stats(groups[name]) for name in sorted(groups)}
+        summary[key] = grouped(headline, label)
+    summary["catalog_assumption"] = {
+        "overall": error_stats(assumed),
+        "by_network": grouped(assumed, GROUPS["by_network"]),
+        "assumptions": sorted({r.assumption for r in assumed if r.assumption}),
+    }
     return summary
 
 
