@@ -45,7 +45,7 @@ def check_curve(model: str, gpu: str, network: str) -> None:
     """Monotone, and no unexplained cliff, along ``GPUS``."""
     eff = [ddlsim.predict(model, n, gpu=gpu, inter_node=network).scaling_efficiency for n in GPUS]
     where = f"{model} on {gpu} over {network}: {dict(zip(GPUS, eff, strict=True))}"
-    for (n, a), b in zip(zip(GPUS, eff), eff[1:], strict=False):
+    for n, a, b in zip(GPUS, eff, eff[1:], strict=False):
         assert b <= a + 1e-9, f"efficiency rises from {n} to {2 * n} GPUs: {where}"
         if a - b > MAX_DOUBLING_LOSS:
             bw_a, bw_b = (bandwidth_bound_efficiency(model, k, gpu, network) for k in (n, 2 * n))
