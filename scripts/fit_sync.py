@@ -121,9 +121,10 @@ def main(path: str = "traces/measured/runs.csv") -> None:
     c = valley[sigma]
     print(f"\n   fitted on the 128-GPU Inception V3 / ResNet-101 rows: sigma = {sigma}, c = {c}")
     best = min(grid, key=lambda p: mape(table[p], every))
+    fitted = table[(c, sigma)]
     print(
-        f"\n3. every row validate predicts ({len(every)}): MAPE {mape(table[(c, sigma)], every):.2f}%"
-        f" at the fitted point (single-node {mape(table[(c, sigma)], single):.2f}%);"
+        f"\n3. every row validate predicts ({len(every)}): MAPE {mape(fitted, every):.2f}% at "
+        f"the fitted point (single-node {mape(fitted, single):.2f}%);"
     )
     print(
         f"   the all-rows optimum c = {best[0]}, sigma = {best[1]} gives "
