@@ -7,12 +7,14 @@ configuration and the same job on one GPU, and returns a :class:`Prediction`.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
 
+from ddlsim import reproduce
 from ddlsim.analysis.ttt import (
     DEFAULT_EPOCHS,
     IMAGENET_1K_TRAIN_IMAGES,
@@ -27,7 +29,7 @@ from ddlsim.dag import build_dag
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.engine.sync import DEFAULT_RANK_SIGMA, check_rank_sigma
 from ddlsim.errors import ConfigError
-from ddlsim.strategy import HOROVOD_VERSION, Strategy
+from ddlsim.strategy import DEFAULT_BATCH_PER_GPU, HOROVOD_VERSION, Strategy
 from ddlsim.units import MiB
 from ddlsim.workload import profile as profile_io
 from ddlsim.workload.store import find_profile
@@ -43,6 +45,8 @@ HOST_DECODE_IMAGES_PER_S_PER_THREAD = 100.0
 #: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
 #: iteration's compute varies by orders of magnitude and the results become meaningless)
 MAX_JITTER_SIGMA = 1.0
+#: largest accepted straggler slowdown (compute-time multiplier of one rank)
+MAX_SLOWDOWN = 100.0
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,8 @@ class Setup:
     comm: CommModel
     dag: nx.DiGraph
     input_time_s: float
+    #: the calibration file the compute times were read from (given, found, or derived from)
+    calibration_source: str | None = None
 
     def simulate(self, options: SimOptions | None = None) -> SimResult:
         """Run the engine on this configuration."""
@@ -97,10 +103,10 @@ class Setup:
 
 
 def prepare(
-    model: str = "resnet50",
+    model: str | None = None,
     gpus: int = 1,
     *,
-    gpu: str = "p100",
+    gpu: str | None = None,
     gpus_per_node: int | None = None,
     intra_node: str | None = None,
     inter_node: str | None = None,
@@ -108,8 +114,8 @@ def prepare(
     comm: str = "horovod-nccl",
     n_ps: int | None = None,
     ps_colocated: bool = True,
-    batch: int = 64,
-    precision: str = "fp32",
+    batch: int | None = None,
+    precision: str | None = None,
     data: str = "synthetic",
     input_pipeline: str = "host",
     host_input_images_per_s: float | None = None,
@@ -124,10 +130,17 @@ def prepare(
 ) -> Setup:
     """Resolve names, find the calibration, build the cluster, DAG and communication model.
 
-    ``host_input_images_per_s`` is what one node's host CPUs decode per second with real data
-    (default: the reference server's hardware threads x
+    ``model``, ``gpu``, ``batch`` and ``precision`` left at None take the ``calibration``
+    file's own values, else :data:`DEFAULTS`; a given value that contradicts the file's model,
+    batch or precision is an error, another catalog ``gpu`` re-times the file for that GPU
+    (:func:`_calibration_profile`). ``host_input_images_per_s`` is what one node's host CPUs
+    decode per second with real data (default: the reference server's hardware threads x
     :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`).
     """
+    file_prof = profile_io.load(calibration) if calibration is not None else None
+    model, gpu, batch, precision = _resolve_defaults(
+        file_prof, calibration, model=model, gpu=gpu, batch=batch, precision=precision
+    )
     spec = get_model(model)
     cluster = catalog.build_cluster(gpu, gpus, gpus_per_node, intra_node, inter_node, transport)
     strategy_kwargs: dict[str, Any] = {}
@@ -161,7 +174,12 @@ def prepare(
             f"GPU {cluster.device.id!r} has no fast fp16 path; mixed precision (amp) is not "
             "modelled for it: use --precision fp32"
         )
-    workload = _workload(spec, cluster, strategy, calibration, single_gpu_throughput)
+    if file_prof is not None:
+        prof, source = _calibration_profile(file_prof, calibration, cluster), str(calibration)
+    else:
+        prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
+        source = prof.path or prof.provenance.get("from_file")
+    workload = _workload(spec, strategy, prof, single_gpu_throughput)
     comm_model = make_comm_model(
         strategy.comm,
         cluster,
@@ -175,11 +193,11 @@ def prepare(
     node_rate = _host_input_rate(cluster, host_input_images_per_s)
     input_s = batch * cluster.local_gpus / node_rate if strategy.host_decodes_input else 0.0
     dag = build_dag(workload, strategy, input_time_s=input_s, n_ps=comm_model.n_channels())
-    return Setup(workload, cluster, strategy, comm_model, dag, input_s)
+    return Setup(workload, cluster, strategy, comm_model, dag, input_s, source)
 
 
 def predict(
-    model: str = "resnet50",
+    model: str | None = None,
     gpus: int = 1,
     *,
     engine: str = "fast",
@@ -199,7 +217,10 @@ def predict(
     ``rank_sigma`` is each rank's per-iteration speed variability, charged by both engines as
     waiting for the slowest rank (0: identical ranks; :mod:`ddlsim.engine.sync`);
     ``epochs`` passes over ``dataset_images`` images give ``time_to_train_s``.
+    ``inputs["predict_kwargs"]`` records every keyword this call ran with
+    (:mod:`ddlsim.reproduce`).
     """
+    call = {**{k: v for k, v in locals().items() if k != "config"}, **config}  # first line
     options = sim_options(
         engine=engine,
         stragglers=stragglers,
@@ -221,6 +242,7 @@ def predict(
     single_ips = batch / single.iteration_time_s
     inputs = _inputs(workload.model.name, setup.cluster, strategy, workload, engine, setup.comm)
     inputs["rank_sigma"] = options.rank_sigma
+    inputs.update(reproduce.record(_resolved(call, setup), setup.calibration_source))
     if strategy.host_decodes_input:
         inputs["host_input_images_per_s"] = batch * setup.cluster.local_gpus / setup.input_time_s
     return Prediction(
@@ -236,6 +258,18 @@ def predict(
     )
 
 
+def _resolved(call: dict[str, Any], setup: Setup) -> dict[str, Any]:
+    """``call`` with the keywords left to the calibration file or :data:`DEFAULTS` filled in
+    with the values used, so that a record does not depend on later defaults."""
+    used = {
+        "model": setup.workload.model.name,
+        "gpu": setup.cluster.device.id,
+        "batch": setup.strategy.batch_per_gpu,
+        "precision": setup.strategy.precision,
+    }
+    return {**call, **{k: v for k, v in used.items() if call.get(k) is None}}
+
+
 def sim_options(
     *,
     engine: str = "fast",
@@ -249,6 +283,7 @@ def sim_options(
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     if not 0 <= jitter_sigma <= MAX_JITTER_SIGMA:
         raise ConfigError(f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {jitter_sigma:g}")
+    _check_stragglers(stragglers or {})
     return SimOptions(
         engine=engine,
         slowdown=dict(stragglers or {}),
@@ -258,24 +293,86 @@ def sim_options(
     )
 
 
-def _workload(spec, cluster: Cluster, strategy: Strategy, calibration, single_ips) -> Workload:
-    if calibration is not None:
-        prof = profile_io.load(calibration)
-        if prof.batch_per_gpu != strategy.batch_per_gpu or prof.precision != strategy.precision:
+def _check_stragglers(stragglers: dict[int, float]) -> None:
+    """Ranks are non-negative integers; slowdowns finite and in (0, MAX_SLOWDOWN]."""
+    for rank, factor in stragglers.items():
+        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or rank < 0:
+            raise ConfigError(f"straggler rank must be a non-negative integer, got {rank!r}")
+        ok = isinstance(factor, numbers.Real) and not isinstance(factor, bool)
+        if not ok or not math.isfinite(factor) or not 0 < factor <= MAX_SLOWDOWN:
+            shown = f"{factor:g}" if ok else repr(factor)
             raise ConfigError(
-                f"calibration {calibration} is for batch {prof.batch_per_gpu} "
-                f"{prof.precision}, but batch {strategy.batch_per_gpu} {strategy.precision} "
-                "was asked for"
+                f"bad straggler {rank}:{shown}: a slowdown (compute-time multiplier) must be a "
+                f"finite number in (0, {MAX_SLOWDOWN:g}]"
             )
-        # a file profiled on an uncatalogued device (``cpu``, an unknown GPU) is used as given;
-        # one for another catalog GPU is a mistake
-        if prof.device != cluster.device.id and prof.device in catalog.device_names():
+
+
+#: what ``model``, ``gpu``, ``batch`` and ``precision`` are when neither the caller nor a
+#: calibration file says
+DEFAULTS = {"model": "resnet50", "gpu": "p100", "batch": DEFAULT_BATCH_PER_GPU, "precision": "fp32"}
+
+
+def _resolve_defaults(
+    prof: profile_io.ModelProfile | None, path: Any, **given: Any
+) -> tuple[str, str, int, str]:
+    """``model``, ``gpu``, ``batch``, ``precision``: the given value, else the calibration
+    file's, else :data:`DEFAULTS`. A given model, batch or precision that contradicts the file
+    is an error naming the file's value; a given GPU may differ (the file is re-timed)."""
+    if prof is None:
+        values = {k: DEFAULTS[k] if v is None else v for k, v in given.items()}
+        return values["model"], values["gpu"], values["batch"], values["precision"]
+    from_file = {
+        "model": prof.model,
+        "batch": prof.batch_per_gpu,
+        "precision": prof.precision,
+    }
+    for key, theirs in from_file.items():
+        mine = given[key]
+        same = mine is None or (
+            get_model(mine).name == theirs
+            if key == "model" and isinstance(mine, str)
+            else mine == theirs
+        )
+        if not same:
             raise ConfigError(
-                f"calibration {calibration} is for GPU {prof.device!r}, but --gpu is "
-                f"{cluster.device.id!r}"
+                f"{key} {mine!r} conflicts with calibration {path}, which is for {key} "
+                f"{theirs!r}; omit --{key} ({key}=) to use the file's"
             )
-    else:
-        prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
+    gpu = given["gpu"]
+    if gpu is None:
+        _catalogued(prof, path)
+        gpu = prof.device
+    return prof.model, gpu, prof.batch_per_gpu, prof.precision
+
+
+def _catalogued(prof: profile_io.ModelProfile, path: Any) -> None:
+    """A calibration for a device the catalog does not know cannot be used: nothing can
+    re-time it for a cluster's GPU, nor build a cluster of it."""
+    if prof.device not in catalog.device_names():
+        raise ConfigError(
+            f"calibration {path} is for device {prof.device!r}, which is not in the device "
+            "catalog, so ddlsim can neither build a cluster of it nor re-time it for another "
+            "GPU; profile with 'ddlsim calibrate ... --catalog-id GPU' to record it under a "
+            "catalog device"
+        )
+
+
+def _calibration_profile(
+    prof: profile_io.ModelProfile, path: Any, cluster: Cluster
+) -> profile_io.ModelProfile:
+    """The device rule, one for every command: a calibration file is used as measured on the
+    GPU it names; for another catalog GPU it is re-timed by per-layer roofline ratios (the
+    transfer of ``ddlsim calibrate --transfer-to``, labelled in the provenance and the
+    report); a file for a device the catalog does not know is refused."""
+    _catalogued(prof, path)
+    if catalog.device(prof.device).id == cluster.device.id:
+        return prof
+    from ddlsim.calibrate.transfer import transfer_device
+
+    return transfer_device(prof, cluster.device.id)
+
+
+def _workload(spec, strategy: Strategy, prof, single_ips) -> Workload:
     if single_ips is not None:
         if not 0 < single_ips < 1e7:
             raise ConfigError(f"single-GPU throughput must be in (0, 1e7) img/s, got {single_ips}")
@@ -341,11 +438,25 @@ def _inputs(model, cluster: Cluster, strategy: Strategy, workload, engine, comm_
         "calibration": {
             "file": prof.path,
             "method": prof.provenance.get("method"),
+            "device_rule": _device_rule(prof),
             "step_time_s": prof.step_time_s,
             "provenance": prof.provenance,
         },
         "grad_bytes": workload.model.grad_bytes(strategy.grad_dtype),
     }
+
+
+def _device_rule(prof: profile_io.ModelProfile) -> str:
+    """Which side of the device rule (:func:`_calibration_profile`) the calibration is on."""
+    provenance: Any = prof.provenance
+    while isinstance(provenance, dict):
+        if provenance.get("method") == "roofline-device-transfer":
+            return (
+                f"re-timed from {provenance.get('from_device')} to {provenance.get('to_device')} "
+                "by per-layer roofline ratios"
+            )
+        provenance = provenance.get("base")
+    return f"as calibrated for {prof.device}"
 
 
 def _comm_ops(sim: SimResult) -> list[dict[str, Any]]:

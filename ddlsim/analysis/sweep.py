@@ -14,12 +14,14 @@ import csv
 import inspect
 import io
 import itertools
+import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ddlsim.atomic import atomic_write_text
+from ddlsim.atomic import atomic_write, atomic_write_text
 from ddlsim.errors import ConfigError, DdlsimError
+from ddlsim.extras import require
 
 #: resolved inputs, flattened, in column order
 INPUT_COLUMNS = (
@@ -61,6 +63,9 @@ RESULT_COLUMNS = (
 )
 STATUS_COLUMNS = ("status", "error")
 COLUMNS = (*INPUT_COLUMNS, *RESULT_COLUMNS, *STATUS_COLUMNS)
+
+#: most configurations a grid may have unless raised (``ddlsim sweep --max-configs``)
+MAX_CONFIGS = 100_000
 
 #: row column -> the predict() keyword that sets it, where the names differ
 _KWARG_OF = {"batch_per_gpu": "batch"}
@@ -114,8 +119,32 @@ def _defaults() -> dict[str, Any]:
     }
 
 
-def expand_grid(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
-    """Every combination of ``grid``'s values (keys: :func:`ddlsim.predict` keywords)."""
+def grid_size(grid: Mapping[str, Iterable[Any]]) -> int:
+    """Number of configurations of ``grid`` (the product of its value counts)."""
+    return math.prod(len(_options(v)) for v in grid.values())
+
+
+def check_grid_size(grid: Mapping[str, Iterable[Any]], max_configs: int = MAX_CONFIGS) -> None:
+    """Refuse a grid of more than ``max_configs`` configurations, before expanding it."""
+    n = grid_size(grid)
+    if n > max_configs:
+        counts = " x ".join(f"{len(_options(v))} {k}" for k, v in grid.items())
+        raise ConfigError(
+            f"the grid has {n:,} configurations ({counts}), more than --max-configs "
+            f"{max_configs:,} (1,000 fast-engine configurations take about 30 s on 2 cores); "
+            "narrow the grid or raise --max-configs"
+        )
+
+
+def _options(raw: Any) -> list[Any]:
+    return [raw] if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable) else list(raw)
+
+
+def expand_grid(
+    grid: Mapping[str, Iterable[Any]], *, max_configs: int = MAX_CONFIGS
+) -> list[dict[str, Any]]:
+    """Every combination of ``grid``'s values (keys: :func:`ddlsim.predict` keywords); more
+    than ``max_configs`` of them: :class:`ConfigError` before any is built."""
     if not grid:
         raise ConfigError("empty sweep grid: give at least one parameter")
     keys = list(grid)
@@ -127,11 +156,11 @@ def expand_grid(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
         )
     values = []
     for key in keys:
-        raw = grid[key]
-        options = [raw] if isinstance(raw, (str, bytes)) else list(raw)
+        options = _options(grid[key])
         if not options:
             raise ConfigError(f"sweep parameter {key!r} has no values")
         values.append(options)
+    check_grid_size(dict(zip(keys, values, strict=True)), max_configs)
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
 
 
@@ -155,6 +184,20 @@ def write_rows(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) 
     atomic_write_text(path, rows_to_csv(rows))
 
 
+def parquet_modules() -> Any:
+    """pandas, after checking that pyarrow is there too (Parquet files need both)."""
+    pd = require("pandas", "sweep", "Parquet files")
+    require("pyarrow", "sweep", "Parquet files")
+    return pd
+
+
+def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Write ``rows`` as Parquet to ``path`` atomically (columns :data:`COLUMNS`)."""
+    pd = parquet_modules()
+    frame = pd.DataFrame([dict(r) for r in rows], columns=list(COLUMNS))
+    atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
 #: columns parsed as numbers when a sweep file is read back
 NUMERIC_COLUMNS = frozenset(
     {"gpus", "gpus_per_node", "n_ps", "batch_per_gpu", "fusion_threshold_mb", "cycle_time_ms"}
@@ -163,11 +206,14 @@ NUMERIC_COLUMNS = frozenset(
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read a sweep CSV back: numeric columns as floats, empty cells as None.
+    """Read a sweep file back (CSV, or Parquet by its ``.parquet`` extension): numeric columns
+    as floats, empty cells as None.
 
     Any columns are accepted (callers check the ones they need); an unreadable or empty file or
     a non-numeric value in a numeric column raises :class:`ConfigError`.
     """
+    if os.fspath(path).lower().endswith(".parquet"):
+        return _read_parquet(path)
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             reader = csv.DictReader(fh)
@@ -177,8 +223,17 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         raise ConfigError(f"cannot read sweep file {path}: {exc}") from None
     if not header:
         raise ConfigError(f"sweep file {path} is empty (no header line)")
+    return _typed_rows(path, raw, start=2)
+
+
+def _typed_rows(
+    path: str | os.PathLike[str], records: list[dict[Any, Any]], start: int
+) -> list[dict[str, Any]]:
+    """Text cells -> values: numeric columns as floats, empty cells as None (``start``: the
+    number of the first record, a line for CSV, a row index for Parquet)."""
+    where = "line" if start else "row"
     rows = []
-    for line, record in enumerate(raw, start=2):
+    for line, record in enumerate(records, start=start):
         row: dict[str, Any] = {}
         for key, text in record.items():
             if key is None:
@@ -191,9 +246,33 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                     row[key] = float(text)
                 except ValueError:
                     raise ConfigError(
-                        f"sweep file {path}, line {line}: column {key} is not a number: {text!r}"
+                        f"sweep file {path}, {where} {line}: column {key} is not a number: {text!r}"
                     ) from None
             else:
                 row[key] = text
         rows.append(row)
     return rows
+
+
+def _read_parquet(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Parquet rows as :func:`read_rows` returns CSV rows (the same cell values)."""
+    pd = parquet_modules()
+    try:
+        frame = pd.read_parquet(path)
+    except FileNotFoundError:
+        raise ConfigError(f"cannot read sweep file {path}: no such file") from None
+    except Exception as exc:  # pyarrow raises many error types for a file it cannot read
+        reason = " ".join(str(exc).split())[:200]
+        raise ConfigError(f"cannot read sweep file {path} as Parquet: {reason}") from None
+    if frame.columns.empty:
+        raise ConfigError(f"sweep file {path} is empty (no columns)")
+    text = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return _typed_rows(path, [{str(k): _cell(v) for k, v in r.items()} for r in text], start=0)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "" if value != value else str(value)
+    return str(value)

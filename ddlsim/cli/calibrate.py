@@ -3,7 +3,7 @@
 Profiles zoo models on the local GPU (``--gpu NAME``: it must be that catalog GPU) or device
 (``--device cpu|gpu:N``) with the TensorFlow profiler and writes one calibration file per
 (model, batch, precision) into the user calibration directory, which ``ddlsim predict`` searches
-before the shipped files. TensorFlow (``pip install 'ddlsim[calibrate]'``) is imported only when
+before the shipped files. TensorFlow (the ``calibrate`` extra) is imported only when
 this command runs. See :mod:`ddlsim.calibrate`.
 """
 

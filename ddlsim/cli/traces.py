@@ -35,7 +35,13 @@ def _register_import(actions: argparse._SubParsersAction) -> None:
         "error. Fields no log states come from the flags, else stay empty (unknown).",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="benchmark output files")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the CSV here (atomic)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        metavar="FILE.csv",
+        help="write the CSV here, atomically (default: - = standard output)",
+    )
     p.add_argument("--source-id", default="IMPORTED", help="source_id and run_id prefix")
     text_flags = {
         "model": "zoo model (logs state it)",
@@ -77,8 +83,9 @@ def _register_timeline(actions: argparse._SubParsersAction) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     """Run ``ddlsim traces import``."""
+    from ddlsim.atomic import atomic_write_text
     from ddlsim.traces.importer import ImportFlags, import_logs
-    from ddlsim.validate.runs import format_rows, write_atomic
+    from ddlsim.validate.runs import format_rows
 
     flags = ImportFlags(
         source_id=args.source_id,
@@ -96,10 +103,7 @@ def run_import(args: argparse.Namespace) -> int:
         framework=args.framework,
     )
     text = format_rows(import_logs(args.logs, flags))
-    if args.output:
-        write_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
+    atomic_write_text(args.output, text)
     return 0
 
 

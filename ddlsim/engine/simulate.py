@@ -104,7 +104,10 @@ def simulate(
         raise ConfigError("stragglers and jitter need the detailed engine (--engine detailed)")
     for rank, factor in opts.slowdown.items():
         if not 0 <= rank < cluster.n_gpus or not 0 < factor <= 100:
-            raise ConfigError(f"bad straggler {rank}:{factor} for {cluster.n_gpus} GPUs")
+            raise ConfigError(
+                f"bad straggler {rank}:{factor} for {cluster.n_gpus} GPUs: ranks are "
+                f"0..{cluster.n_gpus - 1} and slowdowns in (0, 100]"
+            )
     rank_sigma = check_rank_sigma(opts.rank_sigma)
     plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1)
     detailed = opts.engine == "detailed"

@@ -4,8 +4,7 @@
 missing optional columns read as empty cells, and anything malformed (not UTF-8, a broken quote,
 a row with the wrong number of fields, a non-numeric count, a duplicate ``run_id``) raises
 :class:`~ddlsim.errors.ConfigError` naming the file and the line. :func:`format_rows` writes
-rows in the schema's column order; :func:`write_atomic` writes a file through a temporary file
-renamed into place, so that it is never left half-written.
+rows in the schema's column order (written with :mod:`ddlsim.atomic`).
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddlsim.atomic import atomic_write
 from ddlsim.errors import ConfigError
 
 #: the schema's columns, in file order
@@ -230,10 +228,3 @@ def format_rows(rows: Iterable[Mapping[str, object]]) -> str:
             raise ConfigError(f"not schema columns: {', '.join(sorted(unknown))}")
         writer.writerow(["" if row.get(c) is None else str(row.get(c)) for c in COLUMNS])
     return out.getvalue()
-
-
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file in the same folder
-    and a rename, so that ``path`` is never left half-written."""
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    atomic_write(path, lambda tmp: Path(tmp).write_bytes(payload))
