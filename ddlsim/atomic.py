@@ -68,6 +68,7 @@ def check_output(
     if not text:
         raise ConfigError(f"{what}: empty file name")
     p = Path(text)
+    check_replaceable(p)
     allowed = tuple(s.lower() for s in suffixes)
     if allowed and p.suffix.lower() not in allowed:
         got = repr(p.suffix) if p.suffix else "no extension"

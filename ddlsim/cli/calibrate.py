@@ -18,6 +18,7 @@ from ddlsim.calibrate.defaults import (
     DEFAULT_STEPS,
     DEFAULT_WARMUP_STEPS,
 )
+from ddlsim.cli.args import output_folder
 from ddlsim.cli.predict import _int, _number
 
 _EPILOG = """\
@@ -81,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--output",
-        type=Path,
+        type=output_folder,
         default=None,
         metavar="DIR",
         help="where to write (default: the user calibration directory predict searches "

@@ -225,7 +225,6 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "rank_sigma": args.rank_sigma,
         "seed": args.seed,
     }
-    warn_inapplicable(kwargs)
     return kwargs
 
 
@@ -276,6 +275,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         kwargs = predict_kwargs(args)
         result = predict(**kwargs, epochs=args.epochs, dataset_images=args.dataset_images)
+        warn_inapplicable(kwargs)  # once the configuration is known to be valid
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

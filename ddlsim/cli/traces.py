@@ -14,7 +14,8 @@ import argparse
 import json
 import sys
 
-from ddlsim.cli.predict import _int, add_config_arguments, predict_kwargs
+from ddlsim.cli.args import int_at_least, output_file
+from ddlsim.cli.predict import add_config_arguments, predict_kwargs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +40,7 @@ def _register_import(actions: argparse._SubParsersAction) -> None:
         "-o",
         "--output",
         default="-",
+        type=output_file(".csv", stdout=True),
         metavar="FILE.csv",
         help="write the CSV here, atomically (default: - = standard output)",
     )
@@ -62,7 +64,7 @@ def _register_import(actions: argparse._SubParsersAction) -> None:
         "batch": "batch per GPU (logs state it)",
     }
     for flag, text in int_flags.items():
-        p.add_argument(f"--{flag}", type=_int, default=None, help=text)
+        p.add_argument(f"--{flag}", type=int_at_least(1), default=None, help=text)
     p.set_defaults(func=run_import)
 
 
@@ -124,8 +126,11 @@ def run_timeline(args: argparse.Namespace) -> int:
     simulated = None
     if args.compare:
         from ddlsim.api import predict
+        from ddlsim.cli.applies import warn_inapplicable
 
-        pred = predict(**predict_kwargs(args))
+        kwargs = predict_kwargs(args)
+        pred = predict(**kwargs)
+        warn_inapplicable(kwargs)
         simulated = simulated_phases(
             pred.sim.spans, pred.iteration_time_s, len(pred.sim.iteration_times_s)
         )

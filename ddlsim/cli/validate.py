@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from ddlsim.analysis.plot import FORMATS as FIGURE_FORMATS
+from ddlsim.cli.args import output_file
 from ddlsim.cli.predict import _number
 
 _EPILOG = """\
@@ -40,7 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("csv", metavar="RUNS.csv", help="measured runs (traces/measured/runs.csv)")
     p.add_argument("--json", action="store_true", help="print one JSON object: rows, summary")
-    p.add_argument("--plot", metavar="FILE.png", default=None, help="write a figure (matplotlib)")
+    p.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        type=output_file(*FIGURE_FORMATS),
+        default=None,
+        help="write a figure (matplotlib; .png or .svg)",
+    )
     p.add_argument(
         "--source",
         action="append",
@@ -101,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         assume_baseline_batch=args.assume_baseline_batch,
         allow_assumed_bandwidth=args.allow_assumed_bandwidth,
     )
+    _check_settings(options)
     sources = set(args.source) if args.source else None
     only = None if sources is None else (lambda r: r.source_id in sources)
     results = validate_runs(runs, options, only=only)
@@ -116,3 +125,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_report(args.csv, results, summary))
     return 0
+
+
+def _check_settings(options: object) -> None:
+    """The settings every row gets (``--rank-sigma``, ``--fusion-threshold-mb``, ...) checked
+    once, by predict's own validation on a 2-GPU job, before any row: a bad value is one error
+    line, not every row skipped."""
+    from dataclasses import fields
+
+    from ddlsim.api import predict
+    from ddlsim.reproduce import keyword_defaults
+
+    keywords = keyword_defaults()
+    given = {
+        f.name: getattr(options, f.name)
+        for f in fields(options)  # type: ignore[arg-type]
+        if f.name in keywords and getattr(options, f.name) is not None
+    }
+    predict("alexnet", 2, gpus_per_node=2, **{**given, "engine": "fast"})
