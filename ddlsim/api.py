@@ -26,6 +26,7 @@ from ddlsim.cluster.specs import Cluster
 from ddlsim.comm import make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.dag import build_dag
+from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_max_events
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.engine.sync import DEFAULT_RANK_SIGMA, check_rank_sigma
 from ddlsim.errors import ConfigError
@@ -205,6 +206,7 @@ def predict(
     jitter_sigma: float = 0.0,
     rank_sigma: float = DEFAULT_RANK_SIGMA,
     seed: int = 0,
+    max_events: float = DEFAULT_MAX_EVENTS,
     epochs: float = DEFAULT_EPOCHS,
     dataset_images: int = IMAGENET_1K_TRAIN_IMAGES,
     **config: Any,
@@ -216,6 +218,7 @@ def predict(
     slowdowns and ``jitter_sigma`` adds seeded log-normal compute noise (detailed engine);
     ``rank_sigma`` is each rank's per-iteration speed variability, charged by both engines as
     waiting for the slowest rank (0: identical ranks; :mod:`ddlsim.engine.sync`);
+    ``max_events`` bounds the detailed engine's work (:mod:`ddlsim.engine.budget`);
     ``epochs`` passes over ``dataset_images`` images give ``time_to_train_s``.
     ``inputs["predict_kwargs"]`` records every keyword this call ran with
     (:mod:`ddlsim.reproduce`).
@@ -227,6 +230,7 @@ def predict(
         jitter_sigma=jitter_sigma,
         rank_sigma=rank_sigma,
         seed=seed,
+        max_events=max_events,
     )
     validate_ttt_inputs(epochs, dataset_images)
     setup = prepare(model, gpus, **config)
@@ -242,7 +246,7 @@ def predict(
     single_ips = batch / single.iteration_time_s
     inputs = _inputs(workload.model.name, setup.cluster, strategy, workload, engine, setup.comm)
     inputs["rank_sigma"] = options.rank_sigma
-    inputs.update(reproduce.record(_resolved(call, setup), setup.calibration_source))
+    inputs.update(record(call, setup))
     if strategy.host_decodes_input:
         inputs["host_input_images_per_s"] = batch * setup.cluster.local_gpus / setup.input_time_s
     return Prediction(
@@ -258,16 +262,19 @@ def predict(
     )
 
 
-def _resolved(call: dict[str, Any], setup: Setup) -> dict[str, Any]:
-    """``call`` with the keywords left to the calibration file or :data:`DEFAULTS` filled in
-    with the values used, so that a record does not depend on later defaults."""
+def record(call: dict[str, Any], setup: Setup) -> dict[str, Any]:
+    """What re-runs a result of ``call`` (keywords of :func:`predict`) on ``setup``
+    (:func:`ddlsim.reproduce.record`); the keywords left to the calibration file or
+    :data:`DEFAULTS` are recorded with the values used, so that a record does not depend on
+    later defaults."""
     used = {
         "model": setup.workload.model.name,
         "gpu": setup.cluster.device.id,
         "batch": setup.strategy.batch_per_gpu,
         "precision": setup.strategy.precision,
     }
-    return {**call, **{k: v for k, v in used.items() if call.get(k) is None}}
+    resolved = {**call, **{k: v for k, v in used.items() if call.get(k) is None}}
+    return reproduce.record(resolved, setup.calibration_source)
 
 
 def sim_options(
@@ -277,6 +284,7 @@ def sim_options(
     jitter_sigma: float = 0.0,
     rank_sigma: float = DEFAULT_RANK_SIGMA,
     seed: int = 0,
+    max_events: float = DEFAULT_MAX_EVENTS,
 ) -> SimOptions:
     """The engine options of :func:`predict`'s keywords, checked (bad values: ConfigError)."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
@@ -290,6 +298,7 @@ def sim_options(
         jitter_sigma=jitter_sigma,
         rank_sigma=check_rank_sigma(rank_sigma),
         seed=seed,
+        max_events=check_max_events(max_events),
     )
 
 

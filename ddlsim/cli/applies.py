@@ -108,6 +108,13 @@ RULES = (
         "only the detailed engine draws random numbers",
         ("engine",),
     ),
+    Rule(
+        "max_events",
+        "--max-events",
+        lambda c: c.get("engine") == "detailed",
+        "it bounds the detailed engine",
+        ("engine",),
+    ),
 )
 
 
@@ -129,9 +136,10 @@ def inapplicable(configs: Iterable[Config]) -> list[str]:
         given = [c for c in full if c.get(rule.keyword) != defaults.get(rule.keyword)]
         if not given or any(rule.applies(c) for c in given):
             continue
-        first = given[0]
         context = ", ".join(
-            f"--{k.replace('_', '-')} {_flag_value(k, first.get(k))}" for k in rule.context
+            f"--{k.replace('_', '-')} "
+            + "/".join(sorted({_flag_value(k, c.get(k)) for c in given}))
+            for k in rule.context
         )
         out.append(f"{rule.flag} has no effect with {context} ({rule.scope}); ignored")
     return out

@@ -15,6 +15,7 @@ from ddlsim.cli.applies import warn_inapplicable
 from ddlsim.cli.args import integer as _int
 from ddlsim.cli.args import number as _number
 from ddlsim.cli.report import format_prediction
+from ddlsim.engine.budget import DEFAULT_MAX_EVENTS
 from ddlsim.engine.sync import DEFAULT_RANK_SIGMA
 from ddlsim.errors import ConfigError
 from ddlsim.strategy import (
@@ -187,6 +188,15 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         f"for the slowest rank; 0 = identical ranks (default: {DEFAULT_RANK_SIGMA:g}, fitted)",
     )
     p.add_argument("--seed", type=_int, default=0, help="seed of the jitter")
+    p.add_argument(
+        "--max-events",
+        type=_number,
+        default=DEFAULT_MAX_EVENTS,
+        metavar="N",
+        help="detailed engine: refuse a run estimated at more events (SimPy events + flow "
+        f"transfers; default: {DEFAULT_MAX_EVENTS:.0e}, a few minutes on 2 cores) or at more "
+        "than 80%% of the available memory",
+    )
 
 
 def predict_kwargs(args: argparse.Namespace) -> dict:
@@ -224,6 +234,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "jitter_sigma": args.jitter,
         "rank_sigma": args.rank_sigma,
         "seed": args.seed,
+        "max_events": args.max_events,
     }
     return kwargs
 

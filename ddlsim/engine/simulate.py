@@ -19,6 +19,7 @@ import numpy as np
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.base import CommModel
 from ddlsim.engine.breakdown import Breakdown, mean_breakdown, window_breakdown
+from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_detailed
 from ddlsim.engine.core import EngineConfig, RunRecord, Span, simulate_plan
 from ddlsim.engine.plan import CommOp, plan_from_dag
 from ddlsim.engine.sync import DEFAULT_RANK_SIGMA, check_rank_sigma, expected_slowest_factor
@@ -44,6 +45,8 @@ class SimOptions:
     rank_sigma: float = DEFAULT_RANK_SIGMA
     seed: int = 0
     trace_workers: frozenset[int] = frozenset({0})
+    #: detailed engine: most events the run may take (:mod:`ddlsim.engine.budget`)
+    max_events: float = DEFAULT_MAX_EVENTS
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,10 @@ def simulate(
     plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1)
     detailed = opts.engine == "detailed"
     n_workers = cluster.n_gpus if detailed else 1
+    if detailed:  # refuse, before it starts, a run too large to finish or to fit in memory
+        iterations = opts.warmup_iterations + opts.measured_iterations
+        traced = sum(1 for w in opts.trace_workers if 0 <= w < n_workers)
+        check_detailed(plan, comm, n_workers, iterations, traced, opts.max_events)
     slowdown = np.ones(n_workers)
     for rank, factor in opts.slowdown.items():
         slowdown[rank] = factor
