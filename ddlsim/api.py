@@ -30,8 +30,9 @@ from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_max_events
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.engine.sync import DEFAULT_RANK_SIGMA, check_rank_sigma
 from ddlsim.errors import ConfigError
-from ddlsim.strategy import DEFAULT_BATCH_PER_GPU, HOROVOD_VERSION, Strategy
+from ddlsim.strategy import HOROVOD_VERSION, Strategy
 from ddlsim.units import MiB
+from ddlsim.workload import calibration_use
 from ddlsim.workload import profile as profile_io
 from ddlsim.workload.store import find_profile
 from ddlsim.workload.workload import Workload
@@ -132,14 +133,14 @@ def prepare(
     """Resolve names, find the calibration, build the cluster, DAG and communication model.
 
     ``model``, ``gpu``, ``batch`` and ``precision`` left at None take the ``calibration``
-    file's own values, else :data:`DEFAULTS`; a given value that contradicts the file's model,
-    batch or precision is an error, another catalog ``gpu`` re-times the file for that GPU
-    (:func:`_calibration_profile`). ``host_input_images_per_s`` is what one node's host CPUs
-    decode per second with real data (default: the reference server's hardware threads x
-    :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`).
+    file's own values, else resnet50, p100, 64, fp32; a given value that contradicts the file's
+    model, batch or precision is an error, another catalog ``gpu`` re-times the file for that
+    GPU (:mod:`ddlsim.workload.calibration_use`). ``host_input_images_per_s`` is what one
+    node's host CPUs decode per second with real data (default: the reference server's
+    hardware threads x :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`).
     """
     file_prof = profile_io.load(calibration) if calibration is not None else None
-    model, gpu, batch, precision = _resolve_defaults(
+    model, gpu, batch, precision = calibration_use.resolve_defaults(
         file_prof, calibration, model=model, gpu=gpu, batch=batch, precision=precision
     )
     spec = get_model(model)
@@ -176,7 +177,8 @@ def prepare(
             "modelled for it: use --precision fp32"
         )
     if file_prof is not None:
-        prof, source = _calibration_profile(file_prof, calibration, cluster), str(calibration)
+        prof = calibration_use.for_cluster(file_prof, calibration, cluster)
+        source = str(calibration)
     else:
         prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
         source = prof.path or prof.provenance.get("from_file")
@@ -265,8 +267,8 @@ def predict(
 def record(call: dict[str, Any], setup: Setup) -> dict[str, Any]:
     """What re-runs a result of ``call`` (keywords of :func:`predict`) on ``setup``
     (:func:`ddlsim.reproduce.record`); the keywords left to the calibration file or
-    :data:`DEFAULTS` are recorded with the values used, so that a record does not depend on
-    later defaults."""
+    their defaults are recorded with the values used, so that a record does not depend on later
+    defaults."""
     used = {
         "model": setup.workload.model.name,
         "gpu": setup.cluster.device.id,
@@ -314,71 +316,6 @@ def _check_stragglers(stragglers: dict[int, float]) -> None:
                 f"bad straggler {rank}:{shown}: a slowdown (compute-time multiplier) must be a "
                 f"finite number in (0, {MAX_SLOWDOWN:g}]"
             )
-
-
-#: what ``model``, ``gpu``, ``batch`` and ``precision`` are when neither the caller nor a
-#: calibration file says
-DEFAULTS = {"model": "resnet50", "gpu": "p100", "batch": DEFAULT_BATCH_PER_GPU, "precision": "fp32"}
-
-
-def _resolve_defaults(
-    prof: profile_io.ModelProfile | None, path: Any, **given: Any
-) -> tuple[str, str, int, str]:
-    """``model``, ``gpu``, ``batch``, ``precision``: the given value, else the calibration
-    file's, else :data:`DEFAULTS`. A given model, batch or precision that contradicts the file
-    is an error naming the file's value; a given GPU may differ (the file is re-timed)."""
-    if prof is None:
-        values = {k: DEFAULTS[k] if v is None else v for k, v in given.items()}
-        return values["model"], values["gpu"], values["batch"], values["precision"]
-    from_file = {
-        "model": prof.model,
-        "batch": prof.batch_per_gpu,
-        "precision": prof.precision,
-    }
-    for key, theirs in from_file.items():
-        mine = given[key]
-        same = mine is None or (
-            get_model(mine).name == theirs
-            if key == "model" and isinstance(mine, str)
-            else mine == theirs
-        )
-        if not same:
-            raise ConfigError(
-                f"{key} {mine!r} conflicts with calibration {path}, which is for {key} "
-                f"{theirs!r}; omit --{key} ({key}=) to use the file's"
-            )
-    gpu = given["gpu"]
-    if gpu is None:
-        _catalogued(prof, path)
-        gpu = prof.device
-    return prof.model, gpu, prof.batch_per_gpu, prof.precision
-
-
-def _catalogued(prof: profile_io.ModelProfile, path: Any) -> None:
-    """A calibration for a device the catalog does not know cannot be used: nothing can
-    re-time it for a cluster's GPU, nor build a cluster of it."""
-    if prof.device not in catalog.device_names():
-        raise ConfigError(
-            f"calibration {path} is for device {prof.device!r}, which is not in the device "
-            "catalog, so ddlsim can neither build a cluster of it nor re-time it for another "
-            "GPU; profile with 'ddlsim calibrate ... --catalog-id GPU' to record it under a "
-            "catalog device"
-        )
-
-
-def _calibration_profile(
-    prof: profile_io.ModelProfile, path: Any, cluster: Cluster
-) -> profile_io.ModelProfile:
-    """The device rule, one for every command: a calibration file is used as measured on the
-    GPU it names; for another catalog GPU it is re-timed by per-layer roofline ratios (the
-    transfer of ``ddlsim calibrate --transfer-to``, labelled in the provenance and the
-    report); a file for a device the catalog does not know is refused."""
-    _catalogued(prof, path)
-    if catalog.device(prof.device).id == cluster.device.id:
-        return prof
-    from ddlsim.calibrate.transfer import transfer_device
-
-    return transfer_device(prof, cluster.device.id)
 
 
 def _workload(spec, strategy: Strategy, prof, single_ips) -> Workload:
@@ -447,25 +384,12 @@ def _inputs(model, cluster: Cluster, strategy: Strategy, workload, engine, comm_
         "calibration": {
             "file": prof.path,
             "method": prof.provenance.get("method"),
-            "device_rule": _device_rule(prof),
+            "device_rule": calibration_use.device_rule(prof),
             "step_time_s": prof.step_time_s,
             "provenance": prof.provenance,
         },
         "grad_bytes": workload.model.grad_bytes(strategy.grad_dtype),
     }
-
-
-def _device_rule(prof: profile_io.ModelProfile) -> str:
-    """Which side of the device rule (:func:`_calibration_profile`) the calibration is on."""
-    provenance: Any = prof.provenance
-    while isinstance(provenance, dict):
-        if provenance.get("method") == "roofline-device-transfer":
-            return (
-                f"re-timed from {provenance.get('from_device')} to {provenance.get('to_device')} "
-                "by per-layer roofline ratios"
-            )
-        provenance = provenance.get("base")
-    return f"as calibrated for {prof.device}"
 
 
 def _comm_ops(sim: SimResult) -> list[dict[str, Any]]:

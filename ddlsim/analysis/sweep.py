@@ -3,17 +3,21 @@
 A row is flat (one CSV line): the configuration's resolved inputs (:data:`INPUT_COLUMNS`), then
 the results (:data:`RESULT_COLUMNS`, seconds and images/s), then ``status`` (``ok`` or
 ``error``) and ``error`` (the one-line message of a configuration that failed; the inputs of a
-failed row are the requested values, since nothing could be resolved). ``ddlsim plot`` reads
-this schema. :func:`evaluate` is a pure top-level function of one configuration, so that a
-distributed runner can map it over a grid; :func:`run_grid` is the serial runner.
+failed row are the requested values, since nothing could be resolved), then what re-runs the
+row (:data:`RECORD_COLUMNS`, :mod:`ddlsim.reproduce`): the rank variability, the calibration
+file and its SHA-256, the ddlsim version and ``config``, the complete keyword arguments of
+:func:`ddlsim.predict` as JSON (``ddlsim.predict(**reproduce.decode(json.loads(config)))``).
+``ddlsim plot`` reads this schema. :func:`evaluate` is a pure top-level function of one
+configuration, so that a distributed runner can map it over a grid; :func:`run_grid` is the
+serial runner.
 """
 
 from __future__ import annotations
 
 import csv
-import inspect
 import io
 import itertools
+import json
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -62,7 +66,14 @@ RESULT_COLUMNS = (
     *BREAKDOWN_COLUMNS,
 )
 STATUS_COLUMNS = ("status", "error")
-COLUMNS = (*INPUT_COLUMNS, *RESULT_COLUMNS, *STATUS_COLUMNS)
+RECORD_COLUMNS = (
+    "rank_sigma",
+    "calibration_file",
+    "calibration_sha256",
+    "ddlsim_version",
+    "config",
+)
+COLUMNS = (*INPUT_COLUMNS, *RESULT_COLUMNS, *STATUS_COLUMNS, *RECORD_COLUMNS)
 
 #: most configurations a grid may have unless raised (``ddlsim sweep --max-configs``)
 MAX_CONFIGS = 100_000
@@ -79,7 +90,9 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
     Never raises for a bad configuration: a :class:`DdlsimError` becomes ``status="error"``
     with the message in ``error`` and empty results.
     """
+    from ddlsim import __version__
     from ddlsim.api import predict
+    from ddlsim.reproduce import complete_kwargs, encode
 
     config = dict(config)
     try:
@@ -91,6 +104,11 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
             if column in row:
                 row[column] = value
         row["status"], row["error"] = "error", " ".join(str(exc).split())
+        row["ddlsim_version"] = __version__
+        try:
+            row["config"] = json.dumps(encode(complete_kwargs(config)))
+        except DdlsimError:  # a keyword predict does not know: the error says which
+            row["config"] = None
         return row
     i = p.inputs
     row = {c: i.get(c) for c in INPUT_COLUMNS}
@@ -104,19 +122,24 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
     )
     row.update({k: float(p.breakdown[k]) for k in BREAKDOWN_COLUMNS})
     row.update(status="ok", error="")
+    source = i.get("calibration_source") or {}
+    row.update(
+        rank_sigma=i.get("rank_sigma"),
+        calibration_file=source.get("path"),
+        calibration_sha256=source.get("sha256"),
+        ddlsim_version=i.get("ddlsim_version"),
+        config=json.dumps(i["predict_kwargs"]),
+    )
     return row
 
 
 def _defaults() -> dict[str, Any]:
-    """Default keyword values of :func:`ddlsim.predict` and :func:`ddlsim.prepare`."""
-    from ddlsim.api import predict, prepare
+    """Default keyword values of :func:`ddlsim.predict` and :func:`ddlsim.prepare`, with the
+    values model, gpu, batch and precision take without a calibration file."""
+    from ddlsim.reproduce import keyword_defaults
+    from ddlsim.workload.calibration_use import DEFAULTS
 
-    return {
-        name: param.default
-        for fn in (prepare, predict)
-        for name, param in inspect.signature(fn).parameters.items()
-        if param.default is not inspect.Parameter.empty
-    }
+    return {**keyword_defaults(), **DEFAULTS}
 
 
 def grid_size(grid: Mapping[str, Iterable[Any]]) -> int:
