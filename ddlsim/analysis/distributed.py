@@ -97,8 +97,11 @@ def run_on_dask(
         return []
     workers = n_workers or os.cpu_count() or 1
     size = chunk_size or max(1, min(50, len(configs) // (4 * workers) or 1))
+    import dask
+
     with quiet_dask(), tempfile.TemporaryDirectory(prefix="ddlsim-dask-") as scratch:
-        return _run(configs, _chunks(configs, size), scheduler, workers, scratch, progress)
+        with dask.config.set({"temporary-directory": scratch}):
+            return _run(configs, _chunks(configs, size), scheduler, workers, scratch, progress)
 
 
 def _run(configs, chunks, scheduler, workers, scratch, progress) -> list[dict[str, Any]]:
