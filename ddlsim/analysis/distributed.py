@@ -99,9 +99,12 @@ def run_on_dask(
     size = chunk_size or max(1, min(50, len(configs) // (4 * workers) or 1))
     import dask
 
-    with quiet_dask(), tempfile.TemporaryDirectory(prefix="ddlsim-dask-") as scratch:
-        with dask.config.set({"temporary-directory": scratch}):
-            return _run(configs, _chunks(configs, size), scheduler, workers, scratch, progress)
+    with (
+        quiet_dask(),
+        tempfile.TemporaryDirectory(prefix="ddlsim-dask-") as scratch,
+        dask.config.set({"temporary-directory": scratch}),
+    ):
+        return _run(configs, _chunks(configs, size), scheduler, workers, scratch, progress)
 
 
 def _run(configs, chunks, scheduler, workers, scratch, progress) -> list[dict[str, Any]]:

@@ -193,9 +193,10 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         type=_number,
         default=DEFAULT_MAX_EVENTS,
         metavar="N",
-        help="detailed engine: refuse a run estimated at more events (SimPy events + flow "
-        f"transfers; default: {DEFAULT_MAX_EVENTS:.0e}, a few minutes on 2 cores) or at more "
-        "than 80%% of the available memory",
+        help="detailed engine: refuse a run estimated at more events (flow transfers, each "
+        "SimPy event or executor step counted 1,000; default: "
+        f"{DEFAULT_MAX_EVENTS:.0e}, a few minutes on 2 cores) or at more than 80%% of the "
+        "available memory",
     )
 
 
