@@ -291,3 +291,47 @@ def test_interrupted_line_is_on_its_own(capsys, monkeypatch):
     bar, _, last = captured.err.rstrip("\n").rpartition("\n")
     assert last == "ddlsim: interrupted"
     assert bar.endswith("left") and "1/3 configurations" in bar
+
+
+def test_ctrl_c_during_a_dask_sweep_leaves_nothing(tmp_path):
+    """Ctrl-C as a terminal sends it (to the whole process group) while Dask workers compute:
+    exit 130, 'ddlsim: interrupted' on its own line, no traceback or Dask warning from any
+    process, no output file, no scratch files (TMPDIR stays empty)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    pytest.importorskip("dask.distributed")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    out = tmp_path / "rows.csv"
+    env = {
+        **os.environ,
+        "TMPDIR": str(scratch),
+        "PYTHONPATH": str(REPO),
+        "DDLSIM_CALIBRATION_DIR": str(tmp_path / "cal"),
+    }
+    argv = ["sweep", "--model", "resnet50", "vgg16", "--gpus", "256", "512", "1024"]
+    argv += ["--engine", "detailed", "--workers", "2", "-o", str(out)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ddlsim", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"configurations" not in seen and time.monotonic() < deadline:
+        seen += os.read(proc.stderr.fileno(), 4096)  # the bar is drawn: workers are computing
+    os.killpg(proc.pid, signal.SIGINT)
+    rest, err_rest = proc.communicate(timeout=60)
+    err = (seen + err_rest).decode()
+    assert proc.returncode == 130, err
+    assert err.endswith("\nddlsim: interrupted\n"), err[-300:]
+    assert "Traceback" not in err and "WARNING" not in err and "distributed" not in err, err
+    assert rest == b"" and not out.exists()
+    time.sleep(0.5)
+    assert list(scratch.iterdir()) == []
