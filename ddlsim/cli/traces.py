@@ -76,7 +76,11 @@ def _register_timeline(actions: argparse._SubParsersAction) -> None:
         "iteration: negotiation, fusion-buffer copies, allreduce. With --compare, ddlsim "
         "simulates the configuration given by predict's flags and prints the same phases.",
     )
-    p.add_argument("timeline", metavar="TIMELINE.json")
+    p.add_argument(
+        "timeline",
+        metavar="TIMELINE.json",
+        help="a Horovod timeline (HOROVOD_TIMELINE), e.g. traces/horovod/timeline_np2.json",
+    )
     p.add_argument("--compare", action="store_true", help="simulate with the flags below")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_config_arguments(p.add_argument_group("configuration for --compare (predict's flags)"))
