@@ -15,10 +15,7 @@ from ddlsim.engine import budget
 from ddlsim.engine.plan import plan_from_dag
 from ddlsim.errors import ConfigError
 
-
-@pytest.fixture(autouse=True)
-def _empty_user_calibration_dir(tmp_path_factory, monkeypatch) -> None:
-    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path_factory.mktemp("no-user-cal")))
+pytestmark = pytest.mark.usefixtures("no_user_calibration")
 
 
 def _counted_run(setup) -> int:

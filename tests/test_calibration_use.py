@@ -11,7 +11,6 @@ import pytest
 
 import ddlsim
 from ddlsim.calibrate.transfer import transfer_device
-from ddlsim.cli.main import main
 from ddlsim.errors import ConfigError
 from ddlsim.workload import profile as profile_io
 
@@ -20,19 +19,11 @@ K80_ALEXNET = REPO / "calibration" / "k80" / "alexnet" / "b32-fp32.json"
 P100_RESNET = REPO / "calibration" / "p100-sxm2" / "resnet50" / "b64-fp32.json"
 
 
-@pytest.fixture(autouse=True)
-def _empty_user_calibration_dir(tmp_path_factory, monkeypatch) -> None:
-    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path_factory.mktemp("no-user-cal")))
+pytestmark = pytest.mark.usefixtures("no_user_calibration")
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_the_file_alone_sets_model_batch_precision_and_gpu(capsys):
-    code, out, err = run_cli(capsys, "predict", "--gpus", "8", "--calibration", str(K80_ALEXNET))
+def test_the_file_alone_sets_model_batch_precision_and_gpu(cli):
+    code, out, err = cli("predict", "--gpus", "8", "--calibration", str(K80_ALEXNET))
     assert code == 0, err
     assert out.startswith("ddlsim prediction: alexnet on 8 x k80 ")
     assert "batch          32 per GPU, fp32" in out
@@ -50,20 +41,20 @@ def test_the_file_alone_sets_model_batch_precision_and_gpu(capsys):
         ("--precision", "amp", "'fp32'"),
     ],
 )
-def test_a_conflicting_flag_names_the_files_value(flag, value, file_value, capsys):
+def test_a_conflicting_flag_names_the_files_value(flag, value, file_value, cli):
     argv = ["predict", "--calibration", str(K80_ALEXNET), "--gpu", "v100", flag, value]
-    code, out, err = run_cli(capsys, *argv)
+    code, out, err = cli(*argv)
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"which is for {flag[2:]} {file_value}" in err and str(K80_ALEXNET) in err
 
 
-def test_an_agreeing_flag_is_fine_and_model_aliases_agree(capsys):
+def test_an_agreeing_flag_is_fine_and_model_aliases_agree(cli):
     argv = ["predict", "--calibration", str(K80_ALEXNET), "--model", "alexnet", "--batch", "32"]
-    assert run_cli(capsys, *argv)[0] == 0
+    assert cli(*argv)[0] == 0
 
 
-def test_a_file_for_another_catalog_gpu_is_re_timed_and_the_report_says_so(capsys):
-    code, out, _ = run_cli(capsys, "predict", "--calibration", str(K80_ALEXNET), "--gpu", "v100")
+def test_a_file_for_another_catalog_gpu_is_re_timed_and_the_report_says_so(cli):
+    code, out, _ = cli("predict", "--calibration", str(K80_ALEXNET), "--gpu", "v100")
     assert code == 0
     assert "re-timed from k80 to v100-sxm2 by per-layer roofline ratios" in out
     p = ddlsim.predict(gpu="v100", calibration=str(K80_ALEXNET))
@@ -94,11 +85,11 @@ def test_a_file_for_a_device_the_catalog_does_not_know_is_refused_everywhere(dev
     assert f"is for device {device!r}, which is not in the device catalog" in str(err.value)
 
 
-def test_the_rule_holds_for_timeline_and_sweep(tmp_path, capsys):
+def test_the_rule_holds_for_timeline_and_sweep(tmp_path, cli):
     from ddlsim.analysis.sweep import evaluate
 
     argv = ["timeline", "--calibration", str(K80_ALEXNET), "--gpu", "v100", "-o", "-"]
-    code, out, _ = run_cli(capsys, *argv)
+    code, out, _ = cli(*argv)
     assert code == 0 and "re-timed from k80 to v100-sxm2" in out
     row = evaluate({"gpus": 8, "gpu": "v100", "calibration": str(K80_ALEXNET)})
     direct = ddlsim.predict(gpus=8, gpu="v100", calibration=str(K80_ALEXNET))

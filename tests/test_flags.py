@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.cli.main import build_parser, main
+from ddlsim.cli.main import build_parser
 
 REPO = Path(__file__).resolve().parents[1]
 LOG = REPO / "tests" / "data" / "logs" / "hvd_tf2_synthetic_resnet50_4gpu.log"
@@ -21,15 +21,7 @@ RUNS = REPO / "tests" / "data" / "validate_runs_small.csv"
 SHIPPED = REPO / "calibration" / "p100-sxm2" / "alexnet" / "b64-fp32.json"
 
 
-@pytest.fixture(autouse=True)
-def _empty_user_calibration_dir(tmp_path_factory, monkeypatch) -> None:
-    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path_factory.mktemp("no-user-cal")))
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+pytestmark = pytest.mark.usefixtures("no_user_calibration")
 
 
 DETAILED = ["predict", "--gpus", "8", "--engine", "detailed"]
@@ -80,10 +72,10 @@ BAD_NUMBERS = [
 
 
 @pytest.mark.parametrize("argv, expected", BAD_NUMBERS, ids=[" ".join(a) for a, _ in BAD_NUMBERS])
-def test_bad_numbers_name_the_value_and_the_reason(argv, expected, capsys, tmp_path):
+def test_bad_numbers_name_the_value_and_the_reason(argv, expected, tmp_path, cli):
     if argv[0] == "calibrate":
         argv = [*argv, "--output", str(tmp_path / "cal")]
-    code, out, err = run_cli(capsys, *argv)
+    code, out, err = cli(*argv)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith("ddlsim: error: "), err
     for text in expected:
@@ -110,8 +102,8 @@ INAPPLICABLE = [
 
 
 @pytest.mark.parametrize("argv, flag, context", INAPPLICABLE, ids=[i[1] for i in INAPPLICABLE])
-def test_a_flag_that_does_not_apply_warns_once(argv, flag, context, capsys):
-    code, out, err = run_cli(capsys, "predict", "--model", "alexnet", *argv)
+def test_a_flag_that_does_not_apply_warns_once(argv, flag, context, cli):
+    code, out, err = cli("predict", "--model", "alexnet", *argv)
     assert code == 0 and out
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"ddlsim: warning: {flag}"), err
@@ -129,22 +121,22 @@ def test_a_flag_that_does_not_apply_warns_once(argv, flag, context, capsys):
         ["--gpus", "8", "--engine", "detailed", "--seed", "3", "--max-events", "1e12"],
     ],
 )
-def test_flags_that_apply_do_not_warn(argv, capsys):
-    code, _, err = run_cli(capsys, "predict", "--model", "alexnet", *argv)
+def test_flags_that_apply_do_not_warn(argv, cli):
+    code, _, err = cli("predict", "--model", "alexnet", *argv)
     assert code == 0 and err == ""
 
 
-def test_an_error_is_alone_no_warning_before_it(capsys):
-    code, _, err = run_cli(capsys, "predict", "--n-ps", "4", "--seed", "-1")
+def test_an_error_is_alone_no_warning_before_it(cli):
+    code, _, err = cli("predict", "--n-ps", "4", "--seed", "-1")
     assert code == 2 and err.count("\n") == 1 and "warning" not in err
 
 
-def test_a_sweep_warns_only_about_a_flag_no_configuration_uses(tmp_path, capsys):
+def test_a_sweep_warns_only_about_a_flag_no_configuration_uses(tmp_path, cli):
     out = str(tmp_path / "rows.csv")
     base = ["sweep", "--model", "alexnet", "--gpus", "8", "--serial", "--quiet", "-o", out]
-    code, _, err = run_cli(capsys, *base, "--comm", "horovod-nccl", "ps", "--n-ps", "2")
+    code, _, err = cli(*base, "--comm", "horovod-nccl", "ps", "--n-ps", "2")
     assert code == 0 and err == ""
-    code, _, err = run_cli(capsys, *base, "--comm", "horovod-nccl", "horovod-mpi", "--n-ps", "2")
+    code, _, err = cli(*base, "--comm", "horovod-nccl", "horovod-mpi", "--n-ps", "2")
     assert code == 0
     assert err == (
         "ddlsim: warning: --n-ps has no effect with --comm horovod-mpi/horovod-nccl (it "
@@ -210,12 +202,12 @@ def test_no_install_hint_names_an_unpublished_package():
     ],
 )
 def test_a_missing_extra_says_the_command_that_installs_it(
-    module, argv, tmp_path, capsys, monkeypatch
+    module, argv, tmp_path, monkeypatch, cli
 ):
     for name in [m for m in sys.modules if m == module or m.startswith(f"{module}.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, module, None)
-    code, _, err = run_cli(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in argv])
+    code, _, err = cli(*[a.replace("{tmp}", str(tmp_path)) for a in argv])
     assert code == 2 and err.count("\n") == 1
     assert "python3 -m pip install -e '.[" in err and "in the ddlsim checkout" in err
     assert list(tmp_path.iterdir()) == []

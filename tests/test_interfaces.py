@@ -15,18 +15,10 @@ from ddlsim.cli.main import main
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.fixture(autouse=True)
-def _empty_user_calibration_dir(tmp_path_factory, monkeypatch) -> None:
-    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path_factory.mktemp("no-user-cal")))
+pytestmark = pytest.mark.usefixtures("no_user_calibration")
 
 
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_plot_reads_the_parquet_file_sweep_writes(tmp_path, capsys):
+def test_plot_reads_the_parquet_file_sweep_writes(tmp_path, cli):
     pytest.importorskip("pyarrow")
     pytest.importorskip("matplotlib")
     grid = ["--model", "alexnet", "--gpus", "1", "8", "16", "--comm", "horovod-nccl", "ps"]
@@ -36,34 +28,33 @@ def test_plot_reads_the_parquet_file_sweep_writes(tmp_path, capsys):
     assert read_rows(parquet) == read_rows(csv)  # the same rows, the same cell values
     for kind in ("scaling", "efficiency", "breakdown"):
         fig = tmp_path / f"{kind}.png"
-        code, _, err = run_cli(capsys, "plot", str(parquet), "--kind", kind, "-o", str(fig))
+        code, _, err = cli("plot", str(parquet), "--kind", kind, "-o", str(fig))
         assert code == 0, err
         assert fig.read_bytes().startswith(PNG_MAGIC)
 
 
 @pytest.mark.parametrize("content", [b"", b"PAR1 not really", b"\x00\x01\x02"])
-def test_a_bad_parquet_file_is_one_line(content, tmp_path, capsys):
+def test_a_bad_parquet_file_is_one_line(content, tmp_path, cli):
     pytest.importorskip("pyarrow")
     bad = tmp_path / "bad.parquet"
     bad.write_bytes(content)
-    code, _, err = run_cli(capsys, "plot", str(bad), "-o", str(tmp_path / "f.png"))
+    code, _, err = cli("plot", str(bad), "-o", str(tmp_path / "f.png"))
     assert code == 2 and err.count("\n") == 1 and "bad.parquet" in err
     assert not (tmp_path / "f.png").exists()
 
 
-def test_timeline_says_what_it_wrote(tmp_path, capsys):
+def test_timeline_says_what_it_wrote(tmp_path, cli):
     out = tmp_path / "trace.json"
     argv = ["timeline", "--model", "alexnet", "--gpus", "4", "--engine", "detailed"]
-    code, stdout, err = run_cli(
-        capsys, *argv, "--workers", "0-2", "--iterations", "2", "-o", str(out)
-    )
+    argv += ["--workers", "0-2", "--iterations", "2", "-o", str(out)]
+    code, stdout, err = cli(*argv)
     assert code == 0 and stdout == ""
     events = len(json.loads(out.read_text())["traceEvents"])
     assert err == (
         f"wrote {out}: {events:,} events, iterations 3-4 of workers 0-2 (detailed engine); "
         "open it in https://ui.perfetto.dev\n"
     )
-    code, stdout, err = run_cli(capsys, "timeline", "--model", "alexnet", "-o", "-")
+    code, stdout, err = cli("timeline", "--model", "alexnet", "-o", "-")
     assert code == 0 and err == "" and json.loads(stdout)["traceEvents"]
 
 
@@ -76,8 +67,8 @@ def test_timeline_says_what_it_wrote(tmp_path, capsys):
         (["--gpus", "12", "--gpus-per-node", "4", "--gpu", "k80"], "(3 nodes x 4 GPUs)"),
     ],
 )
-def test_the_report_counts_what_is_used(argv, header, capsys):
-    code, out, _ = run_cli(capsys, "predict", "--model", "alexnet", *argv)
+def test_the_report_counts_what_is_used(argv, header, cli):
+    code, out, _ = cli("predict", "--model", "alexnet", *argv)
     assert code == 0 and out.splitlines()[0].endswith(f"{header}, horovod-nccl")
 
 

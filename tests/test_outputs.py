@@ -25,15 +25,7 @@ LOG = REPO / "tests" / "data" / "logs" / "hvd_tf2_synthetic_resnet50_4gpu.log"
 SHIPPED = REPO / "calibration" / "p100-sxm2" / "alexnet" / "b64-fp32.json"
 
 
-@pytest.fixture(autouse=True)
-def _empty_user_calibration_dir(tmp_path_factory, monkeypatch) -> None:
-    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path_factory.mktemp("no-user-cal")))
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+pytestmark = pytest.mark.usefixtures("no_user_calibration")
 
 
 def special_files(folder: Path) -> dict[str, Path]:
@@ -180,9 +172,7 @@ def _no_work(monkeypatch, target: str) -> None:
 
 
 @pytest.mark.parametrize("argv, suffix, work", WRITERS, ids=IDS)
-def test_special_files_are_refused_before_any_work(
-    argv, suffix, work, tmp_path, capsys, monkeypatch
-):
+def test_special_files_are_refused_before_any_work(argv, suffix, work, tmp_path, monkeypatch, cli):
     _no_work(monkeypatch, work)
     for kind, path in special_files(tmp_path).items():
         if kind == "directory" and not suffix:
@@ -192,7 +182,7 @@ def test_special_files_are_refused_before_any_work(
             path.rename(target)
         before = _kind(target)
         args = [a.replace("{out}", str(target)) for a in argv]
-        code, _, err = run_cli(capsys, *args)
+        code, _, err = cli(*args)
         assert code == 2 and len(err.strip().splitlines()) == 1, (kind, err)
         assert err.startswith("ddlsim: error: ") and str(target) in err
         assert _kind(target) == before
@@ -200,28 +190,28 @@ def test_special_files_are_refused_before_any_work(
 
 @pytest.mark.parametrize("argv, suffix, work", [w for w in WRITERS if w[1]], ids=IDS[:-1])
 def test_missing_folder_and_wrong_extension_fail_before_any_work(
-    argv, suffix, work, tmp_path, capsys, monkeypatch
+    argv, suffix, work, tmp_path, monkeypatch, cli
 ):
     _no_work(monkeypatch, work)
     for out, text in [
         (tmp_path / "nodir" / f"x{suffix}", "does not exist"),
         (tmp_path / "x.txt", f"it must end in {suffix}"),
     ]:
-        code, _, err = run_cli(capsys, *[a.replace("{out}", str(out)) for a in argv])
+        code, _, err = cli(*[a.replace("{out}", str(out)) for a in argv])
         assert code == 2 and text in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "nodir").exists() and not (tmp_path / "x.txt").exists()
 
 
-def test_calibrate_output_under_a_file_fails_before_any_work(tmp_path, capsys, monkeypatch):
+def test_calibrate_output_under_a_file_fails_before_any_work(tmp_path, monkeypatch, cli):
     _no_work(monkeypatch, "ddlsim.workload.profile.load")
     blocker = tmp_path / "file"
     blocker.write_text("")
     argv = ["calibrate", "--calibration", str(SHIPPED), "--transfer-to", "v100"]
-    code, _, err = run_cli(capsys, *argv, "--output", str(blocker / "cal"))
+    code, _, err = cli(*argv, "--output", str(blocker / "cal"))
     assert code == 2 and "is not a directory" in err
 
 
-def test_every_writer_follows_a_symlink(tmp_path, capsys):
+def test_every_writer_follows_a_symlink(tmp_path, cli):
     for name, argv in [
         ("trace.json", ["timeline", "--model", "alexnet", "-o"]),
         ("rows.csv", ["traces", "import", str(LOG), "--gpu", "v100", "-o"]),
@@ -231,7 +221,7 @@ def test_every_writer_follows_a_symlink(tmp_path, capsys):
         real.write_text("old")
         link = tmp_path / name
         link.symlink_to(real)
-        code, _, err = run_cli(capsys, *argv, str(link))
+        code, _, err = cli(*argv, str(link))
         assert code == 0, err
         assert link.is_symlink() and real.read_text() != "old"
 
@@ -239,7 +229,7 @@ def test_every_writer_follows_a_symlink(tmp_path, capsys):
 # ----------------------------------------------------------------------------- Ctrl-C
 
 
-def test_interrupted_calibrate_leaves_no_folder(tmp_path, capsys, monkeypatch):
+def test_interrupted_calibrate_leaves_no_folder(tmp_path, monkeypatch, cli):
     from ddlsim.calibrate import driver
     from ddlsim.calibrate.devices import LocalDevice, Target
 
@@ -252,7 +242,7 @@ def test_interrupted_calibrate_leaves_no_folder(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(driver, "profile_pass", interrupted)
     out = tmp_path / "new" / "calibration"
     argv = ["calibrate", "--device", "cpu", "--model", "alexnet", "--batch", "2"]
-    code, _, err = run_cli(capsys, *argv, "--output", str(out))
+    code, _, err = cli(*argv, "--output", str(out))
     assert code == 130
     assert err.endswith("\nddlsim: interrupted\n") or err == "ddlsim: interrupted\n"
     assert not (tmp_path / "new").exists()

@@ -11,7 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ddlsim
@@ -22,15 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 K80_ALEXNET = REPO / "calibration" / "k80" / "alexnet" / "b32-fp32.json"
 
 
-@pytest.fixture(autouse=True)
-def _empty_user_calibration_dir(tmp_path_factory, monkeypatch) -> None:
-    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path_factory.mktemp("no-user-cal")))
-
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+pytestmark = pytest.mark.usefixtures("no_user_calibration")
 
 
 CONFIGS = {
@@ -53,20 +45,20 @@ CONFIGS = {
 
 
 @pytest.mark.parametrize("argv", CONFIGS.values(), ids=CONFIGS)
-def test_from_json_re_runs_byte_identical(argv, tmp_path, capsys):
-    code, first, err = run_cli(capsys, "predict", *argv, "--json")
+def test_from_json_re_runs_byte_identical(argv, tmp_path, cli):
+    code, first, err = cli("predict", *argv, "--json")
     assert code == 0, err
     result = tmp_path / "result.json"
     result.write_text(first, encoding="utf-8")
-    code, again, err = run_cli(capsys, "predict", "--from-json", str(result), "--json")
+    code, again, err = cli("predict", "--from-json", str(result), "--json")
     assert code == 0 and err == ""
     assert again == first  # byte for byte
-    code, text, _ = run_cli(capsys, "predict", "--from-json", str(result))
-    assert code == 0 and text == run_cli(capsys, "predict", *argv)[1]
+    code, text, _ = cli("predict", "--from-json", str(result))
+    assert code == 0 and text == cli("predict", *argv)[1]
 
 
-def test_the_record_holds_every_keyword_of_predict_and_prepare(capsys):
-    _, out, _ = run_cli(capsys, "predict", "--json")
+def test_the_record_holds_every_keyword_of_predict_and_prepare(cli):
+    _, out, _ = cli("predict", "--json")
     inputs = json.loads(out)["inputs"]
     keywords = {
         name
@@ -99,25 +91,25 @@ def test_the_readme_states_the_true_default_seed():
     assert f"| {default_seed} |" in row.replace("`", ""), row
 
 
-def test_a_changed_calibration_file_is_refused(tmp_path, capsys):
+def test_a_changed_calibration_file_is_refused(tmp_path, cli):
     cal = tmp_path / "cal.json"
     shutil.copy(K80_ALEXNET, cal)
-    _, out, _ = run_cli(capsys, "predict", "--calibration", str(cal), "--json")
+    _, out, _ = cli("predict", "--calibration", str(cal), "--json")
     result = tmp_path / "result.json"
     result.write_text(out)
     doc = json.loads(cal.read_text())
     doc["step_time_s"] *= 1.01
     cal.write_text(json.dumps(doc))
-    code, out, err = run_cli(capsys, "predict", "--from-json", str(result))
+    code, out, err = cli("predict", "--from-json", str(result))
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"calibration file {cal} changed since" in err and "sha256" in err
     cal.unlink()
-    code, _, err = run_cli(capsys, "predict", "--from-json", str(result))
+    code, _, err = cli("predict", "--from-json", str(result))
     assert code == 2 and "no longer exists" in err
 
 
-def test_a_new_file_found_by_the_search_is_refused(tmp_path, capsys, monkeypatch):
-    _, out, _ = run_cli(capsys, "predict", "--model", "alexnet", "--gpu", "k80", "--json")
+def test_a_new_file_found_by_the_search_is_refused(tmp_path, monkeypatch, cli):
+    _, out, _ = cli("predict", "--model", "alexnet", "--gpu", "k80", "--json")
     result = tmp_path / "result.json"
     result.write_text(out)
     user = tmp_path / "user"
@@ -125,7 +117,7 @@ def test_a_new_file_found_by_the_search_is_refused(tmp_path, capsys, monkeypatch
     target.parent.mkdir(parents=True)
     shutil.copy(REPO / "calibration" / "k80" / "alexnet" / "b64-fp32.json", target)
     monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(user))
-    code, _, err = run_cli(capsys, "predict", "--from-json", str(result))
+    code, _, err = cli("predict", "--from-json", str(result))
     assert code == 2 and "the re-run found" in err and str(target) in err
 
 
@@ -137,37 +129,37 @@ def test_a_new_file_found_by_the_search_is_refused(tmp_path, capsys, monkeypatch
         ("[1, 2]", "records no predict_kwargs"),
     ],
 )
-def test_a_file_that_is_not_a_result_is_refused(content, text, tmp_path, capsys):
+def test_a_file_that_is_not_a_result_is_refused(content, text, tmp_path, cli):
     bad = tmp_path / "bad.json"
     bad.write_text(content)
-    code, _, err = run_cli(capsys, "predict", "--from-json", str(bad))
+    code, _, err = cli("predict", "--from-json", str(bad))
     assert code == 2 and text in err and err.count("\n") == 1
 
 
-def test_from_json_takes_no_other_configuration_flag(tmp_path, capsys):
-    _, out, _ = run_cli(capsys, "predict", "--json")
+def test_from_json_takes_no_other_configuration_flag(tmp_path, cli):
+    _, out, _ = cli("predict", "--json")
     result = tmp_path / "r.json"
     result.write_text(out)
-    code, _, err = run_cli(capsys, "predict", "--from-json", str(result), "--gpus", "4")
+    code, _, err = cli("predict", "--from-json", str(result), "--gpus", "4")
     assert code == 2 and "drop --gpus" in err
 
 
-def test_another_version_warns_and_runs(tmp_path, capsys):
-    _, out, _ = run_cli(capsys, "predict", "--json")
+def test_another_version_warns_and_runs(tmp_path, cli):
+    _, out, _ = cli("predict", "--json")
     doc = json.loads(out)
     doc["inputs"]["ddlsim_version"] = "0.0.1"
     result = tmp_path / "old.json"
     result.write_text(json.dumps(doc))
-    code, _, err = run_cli(capsys, "predict", "--from-json", str(result))
+    code, _, err = cli("predict", "--from-json", str(result))
     assert code == 0 and "written by ddlsim 0.0.1" in err
 
 
-def test_a_timeline_re_runs_as_a_prediction(tmp_path, capsys):
+def test_a_timeline_re_runs_as_a_prediction(tmp_path, capsys, cli):
     trace = tmp_path / "t.json"
     argv = ["--model", "alexnet", "--gpus", "16", "--inter-node", "25gbe"]
     assert main(["timeline", *argv, "-o", str(trace)]) == 0
     capsys.readouterr()
-    code, out, _ = run_cli(capsys, "predict", "--from-json", str(trace), "--json")
+    code, out, _ = cli("predict", "--from-json", str(trace), "--json")
     assert code == 0
     direct = ddlsim.predict(model="alexnet", gpus=16, inter_node="25gbe")
     assert json.loads(out)["images_per_sec"] == direct.images_per_sec
@@ -185,7 +177,11 @@ def test_a_sweep_row_re_runs_from_its_config_column():
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=5),
     lambda inner: (
         st.lists(inner, max_size=3)
         | st.dictionaries(st.text(max_size=4), inner, max_size=3)
@@ -195,7 +191,9 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(json_values)
 def test_encode_decode_round_trip_through_json(value):
     encoded = reproduce.encode(value)

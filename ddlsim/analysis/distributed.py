@@ -8,7 +8,8 @@ A local cluster leaves nothing behind, finished or interrupted: its scratch spac
 ``global.lock`` / ``purge.lock`` / ``worker-*.dirlock`` files) lives in a temporary folder
 removed at the end; its worker processes start with Ctrl-C ignored, so that only this process
 handles it (closing the cluster) and no worker prints a traceback; Dask's own log messages
-below ERROR (a worker killed at shutdown, a cancelled task) are not printed.
+(a worker killed at shutdown, a heartbeat to a scheduler that is closing, a cancelled task) are
+not printed: a failure of the cluster itself reaches the user as one error line.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ ProgressFn = Callable[[int, int, float], None]
 
 #: Dask's logger (the scheduler, nanny, worker) and the level it is held at during a sweep
 DASK_LOGGER = "distributed"
-DASK_LOG_LEVEL = logging.ERROR
+DASK_LOG_LEVEL = logging.CRITICAL
 
 
 def evaluate_chunk(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -45,7 +46,7 @@ def _chunks(configs: list[dict[str, Any]], size: int) -> list[list[dict[str, Any
 
 @contextlib.contextmanager
 def quiet_dask() -> Iterator[None]:
-    """Dask's messages below ERROR silenced here and in the worker processes started inside."""
+    """Dask's log messages silenced here and in the worker processes started inside."""
     logger = logging.getLogger(DASK_LOGGER)
     level = logger.level
     key = "DASK_LOGGING__DISTRIBUTED"
@@ -133,11 +134,15 @@ def _run(configs, chunks, scheduler, workers, scratch, progress) -> list[dict[st
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[list[dict[str, Any]] | None] = [None] * len(chunks)
         done = 0
-        for future in as_completed(futures):
-            results[index[future.key]] = future.result()
-            done += len(chunks[index[future.key]])
-            if progress:
-                progress(done, len(configs), time.perf_counter() - start)
+        try:
+            for future in as_completed(futures):
+                results[index[future.key]] = future.result()
+                done += len(chunks[index[future.key]])
+                if progress:
+                    progress(done, len(configs), time.perf_counter() - start)
+        except Exception as exc:  # the cluster failed (a killed worker, a lost scheduler)
+            reason = " ".join(str(exc).split())[:300]
+            raise ConfigError(f"the Dask sweep failed: {type(exc).__name__}: {reason}") from None
         return [row for chunk in results for row in chunk or []]
     finally:
         _shutdown(client, cluster, futures)

@@ -125,12 +125,12 @@ class _Bar:
     def __call__(self, done: int, total: int, elapsed_s: float) -> None:
         filled = int(self.WIDTH * done / total)
         remaining_s = elapsed_s / done * (total - done) if done else 0.0
+        self.open = True  # before the write: a Ctrl-C during it still ends the line
         sys.stderr.write(
             f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} configurations "
             f"{elapsed_s:6.1f} s elapsed, {remaining_s:6.1f} s left"
         )
         sys.stderr.flush()
-        self.open = True
 
     def close(self) -> None:
         if self.open:
