@@ -144,6 +144,12 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
             "'ddlsim predict --json' or 'ddlsim timeline' of this version)"
         )
     assert inputs is not None
+    unknown = sorted(set(kwargs) - set(keyword_defaults()) - {"model", "gpus"})
+    if unknown:
+        raise ConfigError(
+            f"--from-json: {p} records keyword(s) {', '.join(unknown)} that ddlsim "
+            f"{__version__} does not know (written by ddlsim {inputs.get('ddlsim_version')})"
+        )
     rec = {k: inputs.get(k) for k in ("predict_kwargs", "ddlsim_version", "calibration_source")}
     check_calibration(rec, p)
     version = rec.get("ddlsim_version")
@@ -185,3 +191,23 @@ def check_same_source(rec: Mapping[str, Any], rerun: Mapping[str, Any], where: o
             f"--from-json: {where} used calibration {before.get('path')}, the re-run found "
             f"{after.get('path')}; pass --calibration explicitly or remove the new file"
         )
+
+
+def rerun(path: str | os.PathLike[str]) -> Any:
+    """:func:`ddlsim.predict` of the record in the JSON result at ``path`` (:func:`load`),
+    checked to read the same calibration file. A hand-edited value predict cannot take (a list
+    where a number belongs) is a :class:`ConfigError` naming the file, not a traceback."""
+    from ddlsim.api import predict
+
+    kwargs, rec = load(path)
+    try:
+        result = predict(**kwargs)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        reason = " ".join(str(exc).split())[:200]
+        raise ConfigError(
+            f"--from-json: {path} records arguments predict cannot take ({reason})"
+        ) from None
+    check_same_source(rec, result.inputs, path)
+    return result

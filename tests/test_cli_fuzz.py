@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
 import os
 import stat
 import tempfile
@@ -54,7 +55,7 @@ STRAGGLERS = ["0:1.2", "1:1.5,1:2", "0:inf", "99:1.1", "a:b", ",", "3:0"]
 #: dest -> the kind of file the flag or positional names
 INPUTS = {
     "calibration": "calibration",
-    "from_json": "calibration",
+    "from_json": "result",
     "grid": "grid",
     "from_log": "log",
     "csv": "runs",
@@ -95,7 +96,15 @@ def _sweep_parquet(csv_bytes: bytes) -> bytes:
     return buffer.getvalue()
 
 
+def _result_json() -> bytes:
+    import ddlsim
+
+    doc = ddlsim.predict("alexnet", 8).to_dict()
+    return json.dumps(doc, indent=2).encode("utf-8")
+
+
 VALID["sweep"] = _sweep_csv()
+VALID["result"] = _result_json()
 VALID["parquet"] = _sweep_parquet(VALID["sweep"])
 
 

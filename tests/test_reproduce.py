@@ -5,7 +5,9 @@ calibration file is refused.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+import io
 import json
 import shutil
 from pathlib import Path
@@ -198,3 +200,45 @@ json_values = st.recursive(
 def test_encode_decode_round_trip_through_json(value):
     encoded = reproduce.encode(value)
     assert reproduce.decode(json.loads(json.dumps(encoded, allow_nan=False))) == value
+
+
+_RESULT: dict = {}
+
+
+def _result_doc() -> dict:
+    if not _RESULT:
+        _RESULT.update(ddlsim.predict("alexnet", 8).to_dict())
+        _RESULT.pop("comm_ops")
+    return json.loads(json.dumps(_RESULT))
+
+
+edits = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=8),
+    st.lists(st.integers(), max_size=2),
+    st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+
+
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    key=st.sampled_from([*sorted(reproduce.keyword_defaults()), "model", "gpus", "colour"]),
+    value=edits,
+)
+def test_a_hand_edited_record_is_one_error_line_or_a_result(key, value, tmp_path_factory):
+    doc = _result_doc()
+    doc["inputs"]["predict_kwargs"][key] = value
+    path = tmp_path_factory.mktemp("edited") / "r.json"
+    path.write_text(json.dumps(doc))
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        code = main(["predict", "--from-json", str(path)])
+    lines = err.getvalue().splitlines()
+    assert code in (0, 2) and "Traceback" not in err.getvalue()
+    if code == 2:
+        assert len([x for x in lines if "error" in x]) == 1

@@ -206,7 +206,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         raise ConfigError(f"--gpus must be >= 1, got {args.gpus}")
     if args.batch is not None and args.batch < 1:
         raise ConfigError(f"--batch must be >= 1, got {args.batch}")
-    kwargs = {
+    return {
         "model": args.model,
         "gpus": args.gpus,
         "gpu": args.gpu,
@@ -237,7 +237,6 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "seed": args.seed,
         "max_events": args.max_events,
     }
-    return kwargs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -281,9 +280,7 @@ def run(args: argparse.Namespace) -> int:
         from ddlsim import reproduce
 
         _only_from_json(args)
-        kwargs, record = reproduce.load(args.from_json)
-        result = predict(**kwargs)
-        reproduce.check_same_source(record, result.inputs, args.from_json)
+        result = reproduce.rerun(args.from_json)
     else:
         kwargs = predict_kwargs(args)
         result = predict(**kwargs, epochs=args.epochs, dataset_images=args.dataset_images)
