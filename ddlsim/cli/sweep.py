@@ -79,7 +79,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             nargs="+",
             default=None,
             metavar="V",
-            help=what or helps.get(flag, "") or f"values of predict's {flag}",
+            help=what or f"values of predict's {flag}: {helps.get(flag, '')}".rstrip(": "),
         )
     p.add_argument(
         "--grid",
