@@ -7,12 +7,14 @@ configuration and the same job on one GPU, and returns a :class:`Prediction`.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import networkx as nx
 
+from ddlsim import reproduce
 from ddlsim.analysis.ttt import (
     DEFAULT_EPOCHS,
     IMAGENET_1K_TRAIN_IMAGES,
@@ -25,12 +27,14 @@ from ddlsim.comm import NCCL_METHODS, make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.dag import build_dag
+from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_max_events
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
 from ddlsim.errors import ConfigError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, horovod_release
 from ddlsim.strategy import Strategy
 from ddlsim.units import MiB
+from ddlsim.workload import calibration_use
 from ddlsim.workload import profile as profile_io
 from ddlsim.workload.store import find_profile
 from ddlsim.workload.workload import Workload
@@ -45,6 +49,8 @@ HOST_DECODE_IMAGES_PER_S_PER_THREAD = 100.0
 #: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
 #: iteration's compute varies by orders of magnitude and the results become meaningless)
 MAX_JITTER_SIGMA = 1.0
+#: largest accepted straggler slowdown (compute-time multiplier of one rank)
+MAX_SLOWDOWN = 100.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,8 @@ class Setup:
     comm: CommModel
     dag: nx.DiGraph
     input_time_s: float
+    #: the calibration file the compute times were read from (given, found, or derived from)
+    calibration_source: str | None = None
 
     def simulate(self, options: SimOptions | None = None) -> SimResult:
         """Run the engine on this configuration."""
@@ -103,10 +111,10 @@ class Setup:
 
 
 def prepare(
-    model: str = "resnet50",
+    model: str | None = None,
     gpus: int = 1,
     *,
-    gpu: str = "p100",
+    gpu: str | None = None,
     gpus_per_node: int | None = None,
     intra_node: str | None = None,
     inter_node: str | None = None,
@@ -114,8 +122,8 @@ def prepare(
     comm: str = "horovod-nccl",
     n_ps: int | None = None,
     ps_colocated: bool = True,
-    batch: int = 64,
-    precision: str = "fp32",
+    batch: int | None = None,
+    precision: str | None = None,
     data: str = "synthetic",
     input_pipeline: str = "host",
     host_input_images_per_s: float | None = None,
@@ -134,14 +142,21 @@ def prepare(
 ) -> Setup:
     """Resolve names, find the calibration, build the cluster, DAG and communication model.
 
-    ``host_input_images_per_s`` is what one node's host CPUs decode per second with real data
-    (default: the reference server's hardware threads x
-    :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`). ``horovod_version`` sets the negotiation
-    scheme and the defaults of ``fusion_threshold_mb`` and ``cycle_time_ms``; ``nccl_version``
-    which (algorithm, protocol) NCCL picks per call (``algorithm`` / ``nccl_protocol``
-    ``auto``); with an NCCL method and no ``transport``, the transport NCCL picks on the
-    network (RDMA where the NICs offer it).
+    ``model``, ``gpu``, ``batch`` and ``precision`` left at None take the ``calibration``
+    file's own values, else resnet50, p100, 64, fp32; a given value that contradicts the file's
+    model, batch or precision is an error, another catalog ``gpu`` re-times the file for that
+    GPU (:mod:`ddlsim.workload.calibration_use`). ``host_input_images_per_s`` is what one
+    node's host CPUs decode per second with real data (default: the reference server's
+    hardware threads x :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`). ``horovod_version`` sets the
+    negotiation scheme and the defaults of ``fusion_threshold_mb`` and ``cycle_time_ms``;
+    ``nccl_version`` which (algorithm, protocol) NCCL picks per call (``algorithm`` /
+    ``nccl_protocol`` ``auto``); with an NCCL method and no ``transport``, the transport NCCL
+    picks on the network (RDMA where the NICs offer it).
     """
+    file_prof = profile_io.load(calibration) if calibration is not None else None
+    model, gpu, batch, precision = calibration_use.resolve_defaults(
+        file_prof, calibration, model=model, gpu=gpu, batch=batch, precision=precision
+    )
     spec = get_model(model)
     cluster = catalog.build_cluster(
         gpu, gpus, gpus_per_node, intra_node, inter_node, transport, nccl=comm in NCCL_METHODS
@@ -185,7 +200,13 @@ def prepare(
             f"GPU {cluster.device.id!r} has no fast fp16 path; mixed precision (amp) is not "
             "modelled for it: use --precision fp32"
         )
-    workload = _workload(spec, cluster, strategy, calibration, single_gpu_throughput)
+    if file_prof is not None:
+        prof = calibration_use.for_cluster(file_prof, calibration, cluster)
+        source = str(calibration)
+    else:
+        prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
+        source = prof.path or prof.provenance.get("from_file")
+    workload = _workload(spec, strategy, prof, single_gpu_throughput)
     comm_model = make_comm_model(
         strategy.comm,
         cluster,
@@ -201,11 +222,11 @@ def prepare(
     node_rate = _host_input_rate(cluster, host_input_images_per_s)
     input_s = batch * cluster.local_gpus / node_rate if strategy.host_decodes_input else 0.0
     dag = build_dag(workload, strategy, input_time_s=input_s, n_ps=comm_model.n_channels())
-    return Setup(workload, cluster, strategy, comm_model, dag, input_s)
+    return Setup(workload, cluster, strategy, comm_model, dag, input_s, source)
 
 
 def predict(
-    model: str = "resnet50",
+    model: str | None = None,
     gpus: int = 1,
     *,
     engine: str = "fast",
@@ -215,6 +236,7 @@ def predict(
     host_contention: float = DEFAULT_HOST_CONTENTION,
     interference: bool = True,
     seed: int = 0,
+    max_events: float = DEFAULT_MAX_EVENTS,
     epochs: float = DEFAULT_EPOCHS,
     dataset_images: int = IMAGENET_1K_TRAIN_IMAGES,
     **config: Any,
@@ -228,8 +250,12 @@ def predict(
     slowest rank; 0: identical ranks), ``host_contention`` (compute slowdown of GPUs sharing a
     node) and ``interference`` (communication kernels holding SMs) are the synchronisation
     terms of :mod:`ddlsim.engine.sync`;
+    ``max_events`` bounds the detailed engine's work (:mod:`ddlsim.engine.budget`);
     ``epochs`` passes over ``dataset_images`` images give ``time_to_train_s``.
+    ``inputs["predict_kwargs"]`` records every keyword this call ran with
+    (:mod:`ddlsim.reproduce`).
     """
+    call = {**{k: v for k, v in locals().items() if k != "config"}, **config}  # first line
     options = sim_options(
         engine=engine,
         stragglers=stragglers,
@@ -238,6 +264,7 @@ def predict(
         host_contention=host_contention,
         interference=interference,
         seed=seed,
+        max_events=max_events,
     )
     validate_ttt_inputs(epochs, dataset_images)
     setup = prepare(model, gpus, **config)
@@ -257,6 +284,7 @@ def predict(
         host_contention=options.host_contention,
         interference=options.interference,
     )
+    inputs.update(record(call, setup))
     if strategy.host_decodes_input:
         inputs["host_input_images_per_s"] = batch * setup.cluster.local_gpus / setup.input_time_s
     return Prediction(
@@ -272,6 +300,21 @@ def predict(
     )
 
 
+def record(call: dict[str, Any], setup: Setup) -> dict[str, Any]:
+    """What re-runs a result of ``call`` (keywords of :func:`predict`) on ``setup``
+    (:func:`ddlsim.reproduce.record`); the keywords left to the calibration file or
+    their defaults are recorded with the values used, so that a record does not depend on later
+    defaults."""
+    used = {
+        "model": setup.workload.model.name,
+        "gpu": setup.cluster.device.id,
+        "batch": setup.strategy.batch_per_gpu,
+        "precision": setup.strategy.precision,
+    }
+    resolved = {**call, **{k: v for k, v in used.items() if call.get(k) is None}}
+    return reproduce.record(resolved, setup.calibration_source)
+
+
 def sim_options(
     *,
     engine: str = "fast",
@@ -281,12 +324,14 @@ def sim_options(
     host_contention: float = DEFAULT_HOST_CONTENTION,
     interference: bool = True,
     seed: int = 0,
+    max_events: float = DEFAULT_MAX_EVENTS,
 ) -> SimOptions:
     """The engine options of :func:`predict`'s keywords, checked (bad values: ConfigError)."""
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
         raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
     if not 0 <= jitter_sigma <= MAX_JITTER_SIGMA:
         raise ConfigError(f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {jitter_sigma:g}")
+    _check_stragglers(stragglers or {})
     sync = SyncTerms(rank_sigma, host_contention, bool(interference))  # checks the values
     return SimOptions(
         engine=engine,
@@ -296,27 +341,25 @@ def sim_options(
         host_contention=sync.host_contention,
         interference=sync.interference,
         seed=seed,
+        max_events=check_max_events(max_events),
     )
 
 
-def _workload(spec, cluster: Cluster, strategy: Strategy, calibration, single_ips) -> Workload:
-    if calibration is not None:
-        prof = profile_io.load(calibration)
-        if prof.batch_per_gpu != strategy.batch_per_gpu or prof.precision != strategy.precision:
+def _check_stragglers(stragglers: dict[int, float]) -> None:
+    """Ranks are non-negative integers; slowdowns finite and in (0, MAX_SLOWDOWN]."""
+    for rank, factor in stragglers.items():
+        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or rank < 0:
+            raise ConfigError(f"straggler rank must be a non-negative integer, got {rank!r}")
+        ok = isinstance(factor, numbers.Real) and not isinstance(factor, bool)
+        if not ok or not math.isfinite(factor) or not 0 < factor <= MAX_SLOWDOWN:
+            shown = f"{factor:g}" if ok else repr(factor)
             raise ConfigError(
-                f"calibration {calibration} is for batch {prof.batch_per_gpu} "
-                f"{prof.precision}, but batch {strategy.batch_per_gpu} {strategy.precision} "
-                "was asked for"
+                f"bad straggler {rank}:{shown}: a slowdown (compute-time multiplier) must be a "
+                f"finite number in (0, {MAX_SLOWDOWN:g}]"
             )
-        # a file profiled on an uncatalogued device (``cpu``, an unknown GPU) is used as given;
-        # one for another catalog GPU is a mistake
-        if prof.device != cluster.device.id and prof.device in catalog.device_names():
-            raise ConfigError(
-                f"calibration {calibration} is for GPU {prof.device!r}, but --gpu is "
-                f"{cluster.device.id!r}"
-            )
-    else:
-        prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
+
+
+def _workload(spec, strategy: Strategy, prof, single_ips) -> Workload:
     if single_ips is not None:
         if not 0 < single_ips < 1e7:
             raise ConfigError(f"single-GPU throughput must be in (0, 1e7) img/s, got {single_ips}")
@@ -386,6 +429,7 @@ def _inputs(model, cluster: Cluster, strategy: Strategy, workload, engine, comm_
         "calibration": {
             "file": prof.path,
             "method": prof.provenance.get("method"),
+            "device_rule": calibration_use.device_rule(prof),
             "step_time_s": prof.step_time_s,
             "provenance": prof.provenance,
         },

@@ -1,37 +1,133 @@
-"""Atomic output files: written to a temporary file beside the target, then renamed over it.
+"""Every output file ddlsim writes goes through here: checked up front, written atomically.
 
-A reader never sees a half-written file, and an error while writing leaves neither the target
-nor the temporary file behind. ``-`` as the path means standard output (text only).
+Rules (the same for every sub-command and every writer):
+
+- **Only regular files are replaced.** A path that exists and is anything else -- a directory,
+  a device (``/dev/null``, ``/dev/full``), a FIFO, a socket -- is refused with one line
+  (:class:`ConfigError`, exit 2); nothing is written.
+- **Symbolic links are followed**, as the shell's ``>`` follows them: the file the link points
+  to is replaced and the link stays a link. A link to something that is not a regular file is
+  refused like that thing; a dangling link creates its target (its folder must exist).
+- **Atomic**: the data goes to a temporary file beside the target, then one rename puts it in
+  place. A reader never sees a half-written file; an error or Ctrl-C while writing leaves
+  neither the target changed nor the temporary file behind. The target keeps its permissions.
+- ``-`` as the path means standard output.
+- :func:`check_output` runs all of these checks (and the file's extension) *before* the work,
+  so a job never runs for minutes and then fails to write; the writer checks again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ddlsim.errors import ConfigError
 
 STDOUT = "-"
 
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
 
-def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
-    """Call ``write(tmp_path)`` to produce a temporary file, then rename it to ``path``.
 
-    A missing or unwritable folder raises :class:`ConfigError` (one line); any exception from
-    ``write`` removes the temporary file and propagates.
+def resolve_target(path: str | os.PathLike[str]) -> Path:
+    """The file a write to ``path`` replaces: ``path`` itself, or where its symlinks lead."""
+    p = Path(path)
+    if p.is_symlink():
+        return Path(os.path.realpath(p))
+    return p
+
+
+def check_output(
+    path: str | os.PathLike[str],
+    *,
+    suffixes: Iterable[str] = (),
+    stdout: bool = False,
+    what: str = "output",
+) -> None:
+    """Raise :class:`ConfigError` unless ``path`` can be written by :func:`atomic_write`.
+
+    ``suffixes`` (``.csv``, ...; case-insensitive) are the extensions the caller writes; an
+    empty tuple accepts any. ``stdout``: ``-`` is allowed (standard output).
     """
-    target = Path(path)
+    text = os.fspath(path)
+    if text == STDOUT:
+        if not stdout:
+            raise ConfigError(f"{what} cannot be standard output ('-'): give a file name")
+        return
+    if not text:
+        raise ConfigError(f"{what}: empty file name")
+    p = Path(text)
+    check_replaceable(p)
+    allowed = tuple(s.lower() for s in suffixes)
+    if allowed and p.suffix.lower() not in allowed:
+        got = repr(p.suffix) if p.suffix else "no extension"
+        valid = " or ".join(allowed) + (" or - (standard output)" if stdout else "")
+        raise ConfigError(f"{what} {text!r} has {got}; it must end in {valid}")
+    _check_target(p)
+
+
+def check_replaceable(path: str | os.PathLike[str]) -> Path:
+    """The file a write to ``path`` would replace (symlinks followed), after checking that it is
+    a regular file or does not exist yet; :class:`ConfigError` (one line) otherwise."""
+    p = Path(path)
+    target = resolve_target(p)
+    try:
+        mode = os.stat(target).st_mode
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise ConfigError(f"cannot write {p}{_via(p, target)}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+        raise ConfigError(
+            f"refusing to write {p}{_via(p, target)}: it is {kind}; ddlsim only replaces "
+            "regular files"
+        )
+    return target
+
+
+def _via(p: Path, target: Path) -> str:
+    return f" (a symlink to {target})" if target != p else ""
+
+
+def _check_target(p: Path) -> Path:
+    """The resolved target of ``p``, after checking it and its folder; ConfigError otherwise."""
+    target = check_replaceable(p)
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
-        raise ConfigError(f"cannot write {target}: folder {folder} does not exist")
+        raise ConfigError(f"cannot write {p}{_via(p, target)}: folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write {p}{_via(p, target)}: folder {folder} is not writable")
+    return target
+
+
+def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> None:
+    """Call ``write(tmp_path)`` to produce a temporary file, then rename it over ``path``.
+
+    ``path`` is checked as :func:`check_output` does (not a regular file, missing or unwritable
+    folder: :class:`ConfigError`, one line). Any exception from ``write`` removes the temporary
+    file and propagates; ``-`` copies the file's bytes to standard output.
+    """
+    if os.fspath(path) == STDOUT:
+        _write_to_stdout(write)
+        return
+    p = Path(path)
+    target = _check_target(p)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
-        raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot write {p}: {exc.strerror or exc}") from None
     os.close(fd)
     try:
         write(tmp)
@@ -39,7 +135,7 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> 
         os.replace(tmp, target)
     except OSError as exc:
         _remove(tmp)
-        raise ConfigError(f"cannot write {target}: {exc.strerror or exc}") from None
+        raise ConfigError(f"cannot write {p}: {exc.strerror or exc}") from None
     except BaseException:
         _remove(tmp)
         raise
@@ -47,18 +143,78 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> 
 
 def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically; ``-`` writes it to standard output."""
-    if str(path) == STDOUT:
+    if os.fspath(path) == STDOUT:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (synced before the rename)."""
 
     def write(tmp: str) -> None:
-        with open(tmp, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
+        with open(tmp, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
 
     atomic_write(path, write)
+
+
+def make_parents(path: str | os.PathLike[str]) -> list[Path]:
+    """Create the missing folders above ``path``; return them, outermost first, so that a caller
+    interrupted before it wrote anything can take them away again (:func:`remove_empty`)."""
+    missing: list[Path] = []
+    folder = Path(path).parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    missing.reverse()
+    for folder in missing:
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            remove_empty(missing)
+            raise ConfigError(f"cannot create folder {folder}: {exc.strerror or exc}") from None
+    return missing
+
+
+def remove_empty(folders: Iterable[Path]) -> None:
+    """Remove those of ``folders`` that are empty, innermost first (others are left alone)."""
+    for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+def nearest_existing(path: str | os.PathLike[str]) -> Path:
+    """``path`` or its closest ancestor that exists (the folder a ``make_parents`` starts in)."""
+    p = Path(os.path.abspath(path))
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def check_folder(path: str | os.PathLike[str], what: str = "output folder") -> None:
+    """``path`` is a folder ddlsim can write into, or one it can create (nothing is created)."""
+    p = Path(path)
+    base = nearest_existing(p)
+    if not base.is_dir():
+        raise ConfigError(f"{what} {p}: {base} is not a directory")
+    if not os.access(base, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {p}: {base} is not writable")
+
+
+def _write_to_stdout(write: Callable[[str], None]) -> None:
+    with tempfile.TemporaryDirectory(prefix="ddlsim-") as folder:
+        tmp = os.path.join(folder, "out")
+        write(tmp)
+        with open(tmp, "rb") as fh:
+            out = sys.stdout.buffer
+            shutil.copyfileobj(fh, out)
+            out.flush()
 
 
 def _mode_for(target: Path) -> int:

@@ -110,16 +110,24 @@ def test_predict_consumes_the_profiled_file(profiled, capsys, monkeypatch):
     assert p.single_gpu_images_per_sec == pytest.approx(prof.images_per_sec, rel=1e-6)
 
 
-def test_predict_uses_a_cpu_labelled_file_on_any_gpu(profiled, tmp_path):
+def test_predict_applies_the_device_rule_to_a_profiled_file(profiled, tmp_path):
+    """A file recorded under 'cpu' (not a catalog device) is refused, naming --catalog-id; the
+    same profile recorded under a catalog GPU is re-timed for another GPU, and says so."""
     import dataclasses
 
     import ddlsim
+    from ddlsim.errors import ConfigError
 
     _, prof, _, _, _ = profiled
     cpu_file = profile_io.save(dataclasses.replace(prof, device="cpu"), tmp_path / "cpu.json")
-    p = ddlsim.predict(MODEL, 8, gpu="v100", batch=BATCH, calibration=str(cpu_file))
-    assert p.single_gpu_images_per_sec == pytest.approx(prof.images_per_sec, rel=1e-6)
+    with pytest.raises(ConfigError, match="--catalog-id"):
+        ddlsim.predict(MODEL, 8, gpu="v100", batch=BATCH, calibration=str(cpu_file))
+    k80_file = profile_io.save(dataclasses.replace(prof, device="k80"), tmp_path / "k80.json")
+    p = ddlsim.predict(MODEL, 8, gpu="v100", calibration=str(k80_file))
+    rule = p.inputs["calibration"]["device_rule"]
+    assert rule == "re-timed from k80 to v100-sxm2 by per-layer roofline ratios"
     assert p.inputs["gpu"] == "v100-sxm2"
+    assert p.single_gpu_images_per_sec > prof.images_per_sec  # a V100 outruns a K80
 
 
 def test_gpu_absent_fails_before_writing(tmp_path, capsys):
@@ -143,7 +151,7 @@ def test_tensorflow_missing_says_how_to_install(tmp_path, capsys, monkeypatch):
     argv = ["calibrate", "--device", "cpu", "--output", str(tmp_path / "out")]
     assert main(argv) == 2
     err = capsys.readouterr().err
-    assert "pip install 'ddlsim[calibrate]'" in err and err.count("\n") == 1
+    assert "pip install -e '.[calibrate]'" in err and err.count("\n") == 1
     assert not (tmp_path / "out").exists()
 
 
@@ -166,14 +174,14 @@ def test_ctrl_c_while_writing_leaves_no_partial_file(profiled, tmp_path, capsys,
     result = run_mod.PassResult(prof, None, 0.0)
     monkeypatch.setattr("ddlsim.calibrate.driver.profile_pass", lambda *a, **k: result)
 
-    def dump(doc, fh, **kwargs):
-        fh.write('{"format": "ddlsim-calibration", "schema_')
+    def interrupted_sync(fd: int) -> None:  # the bytes are written, not yet in place
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(profile_io.json, "dump", dump)
+    monkeypatch.setattr("ddlsim.atomic.os.fsync", interrupted_sync)
     argv = ["calibrate", "--device", "cpu", "--model", MODEL, "--batch", str(BATCH)]
-    assert main([*argv, "--output", str(tmp_path)]) == 130
-    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+    out = tmp_path / "cal"
+    assert main([*argv, "--output", str(out)]) == 130
+    assert not out.exists()  # no file, no temporary file, no empty folder
 
 
 def test_anchor_and_transfer_after_a_pass(profiled, tmp_path, capsys, monkeypatch):

@@ -340,7 +340,7 @@ def test_json_echoes_every_explicit_choice(capsys: pytest.CaptureFixture[str]) -
         capsys,
         *("--model", "resnet50", "--gpu", "v100", "--gpus", "16", "--gpus-per-node", "4"),
         *("--intra-node", "pcie3", "--inter-node", "25gbe", "--transport", "rdma"),
-        *("--comm", "horovod-mpi", "--batch", "32", "--precision", "amp"),
+        *("--comm", "horovod-nccl", "--batch", "32", "--precision", "amp"),
         *("--fusion-threshold-mb", "64", "--cycle-time-ms", "5", "--hierarchical"),
     )["inputs"]
     expected = {
@@ -351,7 +351,7 @@ def test_json_echoes_every_explicit_choice(capsys: pytest.CaptureFixture[str]) -
         "intra_node": "pcie3",
         "inter_node": "25gbe",
         "transport": "rdma",
-        "comm": "horovod-mpi",
+        "comm": "horovod-nccl",
         "batch_per_gpu": 32,
         "precision": "amp",
         "fusion_threshold_mb": 64.0,

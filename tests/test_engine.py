@@ -153,10 +153,14 @@ def test_jitter_needs_the_detailed_engine():
         predict("resnet50", 8, jitter_sigma=0.1)
 
 
-def test_a_calibration_file_for_another_gpu_is_refused(tmp_path):
+def test_a_calibration_file_for_another_gpu_is_re_timed_and_says_so(tmp_path):
+    from ddlsim.calibrate.transfer import transfer_device
     from ddlsim.workload.profile import save
 
     prof = find_profile(get_model("resnet50"), catalog.device("p100"), 64, "fp32")
     path = save(prof, tmp_path / "p100.json")
-    with pytest.raises(ConfigError, match="is for GPU 'p100-sxm2'"):
-        predict("resnet50", 8, gpu="v100", calibration=str(path))
+    p = predict("resnet50", 8, gpu="v100", calibration=str(path))
+    rule = p.inputs["calibration"]["device_rule"]
+    assert rule == "re-timed from p100-sxm2 to v100-sxm2 by per-layer roofline ratios"
+    moved = transfer_device(prof, "v100")
+    assert p.single_gpu_images_per_sec == pytest.approx(moved.images_per_sec, rel=1e-9)

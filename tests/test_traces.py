@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import ddlsim
+from ddlsim import atomic
 from ddlsim.cli.main import main
 from ddlsim.errors import ConfigError
 from ddlsim.traces.logs import HOROVOD_SYNTHETIC, TF_CNN_BENCHMARKS, parse_log
@@ -166,17 +167,15 @@ def test_import_never_leaves_a_half_written_file(tmp_path: Path, capsys) -> None
 
 
 def test_a_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch) -> None:
-    from ddlsim.validate import runs
-
     out = tmp_path / "runs.csv"
     out.write_text("previous content\n")
 
     def broken_replace(src: str, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(runs.os, "replace", broken_replace)
+    monkeypatch.setattr(atomic.os, "replace", broken_replace)
     with pytest.raises(ConfigError, match="No space left"):
-        runs.write_atomic(out, "new,content\n")
+        atomic.atomic_write_text(out, "new,content\n")
     assert out.read_text() == "previous content\n"
     assert [p.name for p in tmp_path.iterdir()] == ["runs.csv"]  # temporary removed
 

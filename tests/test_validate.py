@@ -326,7 +326,7 @@ def test_plot_without_matplotlib(small_csv: Path, tmp_path: Path, monkeypatch, c
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     code, _, err = run_cli(capsys, "validate", str(small_csv), "--plot", str(tmp_path / "x.png"))
-    assert code == 2 and "pip install ddlsim[plot]" in err
+    assert code == 2 and "pip install -e '.[plot]'" in err
 
 
 # --------------------------------------------------------------------------- the shipped file

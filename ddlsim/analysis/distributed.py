@@ -2,20 +2,37 @@
 
 Each task evaluates a chunk of configurations with :func:`ddlsim.analysis.sweep.evaluate` (pure,
 deterministic), so the rows are identical to a serial run; they are returned in grid order.
-Dask is an optional dependency (``pip install ddlsim[sweep]``), imported only here.
+Dask is an optional dependency (the ``sweep`` extra), imported only here.
+
+A local cluster leaves nothing behind, finished or interrupted: its scratch space (Dask's
+``global.lock`` / ``purge.lock`` / ``worker-*.dirlock`` files) lives in a temporary folder
+removed at the end; its worker processes start with Ctrl-C ignored, so that only this process
+handles it (closing the cluster) and no worker prints a traceback; Dask's own log messages
+(a worker killed at shutdown, a heartbeat to a scheduler that is closing, a cancelled task) are
+not printed: a failure of the cluster itself reaches the user as one error line.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+import signal
+import tempfile
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ddlsim.analysis.sweep import evaluate
 from ddlsim.errors import ConfigError
+from ddlsim.extras import require
 
 ProgressFn = Callable[[int, int, float], None]
+
+#: Dask's logger (the scheduler, nanny, worker) and the level it is held at during a sweep
+DASK_LOGGER = "distributed"
+DASK_LOG_LEVEL = logging.CRITICAL
 
 
 def evaluate_chunk(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -25,6 +42,39 @@ def evaluate_chunk(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
 
 def _chunks(configs: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
     return [configs[i : i + size] for i in range(0, len(configs), size)]
+
+
+@contextlib.contextmanager
+def quiet_dask() -> Iterator[None]:
+    """Dask's log messages silenced here and in the worker processes started inside."""
+    logger = logging.getLogger(DASK_LOGGER)
+    level = logger.level
+    key = "DASK_LOGGING__DISTRIBUTED"
+    env = os.environ.get(key)
+    logger.setLevel(DASK_LOG_LEVEL)
+    os.environ[key] = logging.getLevelName(DASK_LOG_LEVEL).lower()
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+        if env is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = env
+
+
+@contextlib.contextmanager
+def _children_ignore_sigint() -> Iterator[None]:
+    """Processes started inside ignore SIGINT (Python keeps an inherited SIG_IGN), so Ctrl-C in
+    the terminal reaches only this process, which shuts the workers down."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def run_on_dask(
@@ -41,46 +91,73 @@ def run_on_dask(
     ``LocalCluster`` of ``n_workers`` single-threaded processes (default: the CPU count) is
     started and closed. ``progress(done, total, elapsed_s)`` is called as chunks finish.
     """
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ConfigError(
-            "ddlsim sweep needs Dask: pip install 'ddlsim[sweep]' (or use --serial)"
-        ) from None
+    require("dask.distributed", "sweep", "ddlsim sweep on Dask (or use --serial)")
+    if n_workers is not None and (isinstance(n_workers, bool) or n_workers < 1):
+        raise ConfigError(f"--workers must be >= 1, got {n_workers}")
     if not configs:
         return []
     workers = n_workers or os.cpu_count() or 1
-    if workers < 1:
-        raise ConfigError(f"--workers must be >= 1, got {workers}")
     size = chunk_size or max(1, min(50, len(configs) // (4 * workers) or 1))
-    chunks = _chunks(configs, size)
-    cluster = None
+    import dask
+
+    with (
+        quiet_dask(),
+        tempfile.TemporaryDirectory(prefix="ddlsim-dask-") as scratch,
+        dask.config.set({"temporary-directory": scratch}),
+    ):
+        return _run(configs, _chunks(configs, size), scheduler, workers, scratch, progress)
+
+
+def _run(configs, chunks, scheduler, workers, scratch, progress) -> list[dict[str, Any]]:
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    cluster = client = None
+    futures: list[Any] = []
     try:
-        if scheduler:
-            client = Client(scheduler, timeout="10s")
-        else:
-            cluster = LocalCluster(
-                n_workers=workers,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-            )
-            client = Client(cluster)
-    except OSError as exc:
-        raise ConfigError(f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
-    try:
+        try:
+            if scheduler:
+                client = Client(scheduler, timeout="10s")
+            else:
+                with _children_ignore_sigint():
+                    cluster = LocalCluster(
+                        n_workers=workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        dashboard_address=None,
+                        local_directory=scratch,
+                    )
+                client = Client(cluster)
+        except OSError as exc:
+            raise ConfigError(f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
         start = time.perf_counter()
         futures = client.map(evaluate_chunk, chunks, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         results: list[list[dict[str, Any]] | None] = [None] * len(chunks)
         done = 0
-        for future in as_completed(futures):
-            results[index[future.key]] = future.result()
-            done += len(chunks[index[future.key]])
-            if progress:
-                progress(done, len(configs), time.perf_counter() - start)
+        try:
+            for future in as_completed(futures):
+                results[index[future.key]] = future.result()
+                done += len(chunks[index[future.key]])
+                if progress:
+                    progress(done, len(configs), time.perf_counter() - start)
+        except Exception as exc:  # the cluster failed (a killed worker, a lost scheduler)
+            reason = " ".join(str(exc).split())[:300]
+            raise ConfigError(f"the Dask sweep failed: {type(exc).__name__}: {reason}") from None
         return [row for chunk in results for row in chunk or []]
     finally:
-        client.close()
+        _shutdown(client, cluster, futures)
+
+
+def _shutdown(client: Any, cluster: Any, futures: list[Any]) -> None:
+    """Cancel what is left, close the client and the local cluster; a second Ctrl-C during
+    the shutdown is ignored (the workers are being stopped)."""
+    with _children_ignore_sigint():
+        if client is not None:
+            with contextlib.suppress(Exception):
+                if futures:
+                    client.cancel(futures)
+            with contextlib.suppress(Exception):
+                client.close()
         if cluster is not None:
-            cluster.close()
+            with contextlib.suppress(Exception):
+                cluster.close()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.extras import require
 
 #: YAML / command-line spellings that differ from predict()'s keywords
 ALIASES = {"batch_per_gpu": "batch", "single_gpu_images_per_sec": "single_gpu_throughput"}
@@ -117,10 +118,7 @@ def normalise_grid(raw: dict[str, Any]) -> dict[str, list[Any]]:
 
 def load_grid_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML grid file: a mapping of parameter -> value or list of values."""
-    try:
-        import yaml
-    except ImportError:
-        raise ConfigError("YAML grids need PyYAML: pip install 'ddlsim[sweep]'") from None
+    yaml = require("yaml", "sweep", "a YAML grid")
     p = Path(path)
     try:
         doc = yaml.safe_load(p.read_text(encoding="utf-8"))

@@ -8,7 +8,7 @@
   over the compute part (it is inside it, not added).
 
 Only rows with ``status`` ``ok`` (or no status column) are drawn. matplotlib is imported lazily
-(``pip install 'ddlsim[plot]'``) and used without pyplot, so no GUI backend is touched.
+(the ``plot`` extra) and used without pyplot, so no GUI backend is touched.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from ddlsim.analysis.sweep import INPUT_COLUMNS, read_rows
-from ddlsim.atomic import atomic_write
+from ddlsim.atomic import atomic_write, check_output
 from ddlsim.errors import ConfigError
+from ddlsim.extras import require
 
 KINDS = ("scaling", "efficiency", "breakdown")
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -52,11 +53,8 @@ def plot_sweep(sweep_path: str | os.PathLike[str], out_path: str, kind: str = "s
     """Draw ``kind`` from the sweep file and write it to ``out_path`` (.png or .svg)."""
     if kind not in KINDS:
         raise ConfigError(f"unknown plot kind {kind!r}; valid: {', '.join(KINDS)}")
-    fmt = FORMATS.get(Path(out_path).suffix.lower())
-    if fmt is None:
-        raise ConfigError(
-            f"cannot tell the figure format of {out_path!r}: use a name ending in .png or .svg"
-        )
+    fmt = figure_format(out_path)
+    check_output(out_path, suffixes=FORMATS, what="figure")
     rows = read_rows(sweep_path)
     header = set(rows[0]) if rows else set()
     if not rows:
@@ -74,6 +72,17 @@ def plot_sweep(sweep_path: str | os.PathLike[str], out_path: str, kind: str = "s
         )
     fig = _figure(kind, ok)
     atomic_write(out_path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=150))
+
+
+def figure_format(path: str | os.PathLike[str]) -> str:
+    """matplotlib's format name for the figure file ``path`` (by its extension)."""
+    fmt = FORMATS.get(Path(path).suffix.lower())
+    if fmt is None:
+        raise ConfigError(
+            f"cannot tell the figure format of {os.fspath(path)!r}: use a name ending in "
+            f"{' or '.join(FORMATS)}"
+        )
+    return fmt
 
 
 def series_dimensions(rows: list[dict[str, Any]]) -> list[str]:
@@ -121,10 +130,9 @@ def _title(rows: list[dict[str, Any]], dims: list[str], what: str) -> str:
 
 
 def _figure(kind: str, rows: list[dict[str, Any]]) -> Any:
-    try:
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ConfigError("ddlsim plot needs matplotlib: pip install 'ddlsim[plot]'") from None
+    require("matplotlib", "plot", "ddlsim plot")
+    from matplotlib.figure import Figure
+
     dims = series_dimensions(rows)
     if kind == "breakdown":
         return _breakdown(Figure, rows, dims)

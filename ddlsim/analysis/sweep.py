@@ -3,23 +3,29 @@
 A row is flat (one CSV line): the configuration's resolved inputs (:data:`INPUT_COLUMNS`), then
 the results (:data:`RESULT_COLUMNS`, seconds and images/s), then ``status`` (``ok`` or
 ``error``) and ``error`` (the one-line message of a configuration that failed; the inputs of a
-failed row are the requested values, since nothing could be resolved). ``ddlsim plot`` reads
-this schema. :func:`evaluate` is a pure top-level function of one configuration, so that a
-distributed runner can map it over a grid; :func:`run_grid` is the serial runner.
+failed row are the requested values, since nothing could be resolved), then what re-runs the
+row (:data:`RECORD_COLUMNS`, :mod:`ddlsim.reproduce`): the rank variability, the calibration
+file and its SHA-256, the ddlsim version and ``config``, the complete keyword arguments of
+:func:`ddlsim.predict` as JSON (``ddlsim.predict(**reproduce.decode(json.loads(config)))``).
+``ddlsim plot`` reads this schema. :func:`evaluate` is a pure top-level function of one
+configuration, so that a distributed runner can map it over a grid; :func:`run_grid` is the
+serial runner.
 """
 
 from __future__ import annotations
 
 import csv
-import inspect
 import io
 import itertools
+import json
+import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ddlsim.atomic import atomic_write_text
+from ddlsim.atomic import atomic_write, atomic_write_text
 from ddlsim.errors import ConfigError, DdlsimError
+from ddlsim.extras import require
 
 #: resolved inputs, flattened, in column order
 INPUT_COLUMNS = (
@@ -63,7 +69,17 @@ RESULT_COLUMNS = (
     *BREAKDOWN_COLUMNS,
 )
 STATUS_COLUMNS = ("status", "error")
-COLUMNS = (*INPUT_COLUMNS, *RESULT_COLUMNS, *STATUS_COLUMNS)
+RECORD_COLUMNS = (
+    "rank_sigma",
+    "calibration_file",
+    "calibration_sha256",
+    "ddlsim_version",
+    "config",
+)
+COLUMNS = (*INPUT_COLUMNS, *RESULT_COLUMNS, *STATUS_COLUMNS, *RECORD_COLUMNS)
+
+#: most configurations a grid may have unless raised (``ddlsim sweep --max-configs``)
+MAX_CONFIGS = 100_000
 
 #: row column -> the predict() keyword that sets it, where the names differ
 _KWARG_OF = {"batch_per_gpu": "batch"}
@@ -77,7 +93,9 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
     Never raises for a bad configuration: a :class:`DdlsimError` becomes ``status="error"``
     with the message in ``error`` and empty results.
     """
+    from ddlsim import __version__
     from ddlsim.api import predict
+    from ddlsim.reproduce import complete_kwargs, encode
 
     config = dict(config)
     try:
@@ -89,6 +107,11 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
             if column in row:
                 row[column] = value
         row["status"], row["error"] = "error", " ".join(str(exc).split())
+        row["ddlsim_version"] = __version__
+        try:
+            row["config"] = json.dumps(encode(complete_kwargs(config)))
+        except DdlsimError:  # a keyword predict does not know: the error says which
+            row["config"] = None
         return row
     i = p.inputs
     row = {c: i.get(c) for c in INPUT_COLUMNS}
@@ -102,23 +125,52 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
     )
     row.update({k: float(p.breakdown[k]) for k in BREAKDOWN_COLUMNS})
     row.update(status="ok", error="")
+    source = i.get("calibration_source") or {}
+    row.update(
+        rank_sigma=i.get("rank_sigma"),
+        calibration_file=source.get("path"),
+        calibration_sha256=source.get("sha256"),
+        ddlsim_version=i.get("ddlsim_version"),
+        config=json.dumps(i["predict_kwargs"]),
+    )
     return row
 
 
 def _defaults() -> dict[str, Any]:
-    """Default keyword values of :func:`ddlsim.predict` and :func:`ddlsim.prepare`."""
-    from ddlsim.api import predict, prepare
+    """Default keyword values of :func:`ddlsim.predict` and :func:`ddlsim.prepare`, with the
+    values model, gpu, batch and precision take without a calibration file."""
+    from ddlsim.reproduce import keyword_defaults
+    from ddlsim.workload.calibration_use import DEFAULTS
 
-    return {
-        name: param.default
-        for fn in (prepare, predict)
-        for name, param in inspect.signature(fn).parameters.items()
-        if param.default is not inspect.Parameter.empty
-    }
+    return {**keyword_defaults(), **DEFAULTS}
 
 
-def expand_grid(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
-    """Every combination of ``grid``'s values (keys: :func:`ddlsim.predict` keywords)."""
+def grid_size(grid: Mapping[str, Iterable[Any]]) -> int:
+    """Number of configurations of ``grid`` (the product of its value counts)."""
+    return math.prod(len(_options(v)) for v in grid.values())
+
+
+def check_grid_size(grid: Mapping[str, Iterable[Any]], max_configs: int = MAX_CONFIGS) -> None:
+    """Refuse a grid of more than ``max_configs`` configurations, before expanding it."""
+    n = grid_size(grid)
+    if n > max_configs:
+        counts = " x ".join(f"{len(_options(v))} {k}" for k, v in grid.items())
+        raise ConfigError(
+            f"the grid has {n:,} configurations ({counts}), more than --max-configs "
+            f"{max_configs:,} (1,000 fast-engine configurations take about 30 s on 2 cores); "
+            "narrow the grid or raise --max-configs"
+        )
+
+
+def _options(raw: Any) -> list[Any]:
+    return [raw] if isinstance(raw, (str, bytes)) or not isinstance(raw, Iterable) else list(raw)
+
+
+def expand_grid(
+    grid: Mapping[str, Iterable[Any]], *, max_configs: int = MAX_CONFIGS
+) -> list[dict[str, Any]]:
+    """Every combination of ``grid``'s values (keys: :func:`ddlsim.predict` keywords); more
+    than ``max_configs`` of them: :class:`ConfigError` before any is built."""
     if not grid:
         raise ConfigError("empty sweep grid: give at least one parameter")
     keys = list(grid)
@@ -130,11 +182,11 @@ def expand_grid(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
         )
     values = []
     for key in keys:
-        raw = grid[key]
-        options = [raw] if isinstance(raw, (str, bytes)) else list(raw)
+        options = _options(grid[key])
         if not options:
             raise ConfigError(f"sweep parameter {key!r} has no values")
         values.append(options)
+    check_grid_size(dict(zip(keys, values, strict=True)), max_configs)
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
 
 
@@ -158,6 +210,20 @@ def write_rows(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) 
     atomic_write_text(path, rows_to_csv(rows))
 
 
+def parquet_modules() -> Any:
+    """pandas, after checking that pyarrow is there too (Parquet files need both)."""
+    pd = require("pandas", "sweep", "Parquet files")
+    require("pyarrow", "sweep", "Parquet files")
+    return pd
+
+
+def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> None:
+    """Write ``rows`` as Parquet to ``path`` atomically (columns :data:`COLUMNS`)."""
+    pd = parquet_modules()
+    frame = pd.DataFrame([dict(r) for r in rows], columns=list(COLUMNS))
+    atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
+
+
 #: columns parsed as numbers when a sweep file is read back
 NUMERIC_COLUMNS = frozenset(
     {"gpus", "gpus_per_node", "n_ps", "batch_per_gpu", "fusion_threshold_mb", "cycle_time_ms"}
@@ -166,11 +232,14 @@ NUMERIC_COLUMNS = frozenset(
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """Read a sweep CSV back: numeric columns as floats, empty cells as None.
+    """Read a sweep file back (CSV, or Parquet by its ``.parquet`` extension): numeric columns
+    as floats, empty cells as None.
 
     Any columns are accepted (callers check the ones they need); an unreadable or empty file or
     a non-numeric value in a numeric column raises :class:`ConfigError`.
     """
+    if os.fspath(path).lower().endswith(".parquet"):
+        return _read_parquet(path)
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             reader = csv.DictReader(fh)
@@ -180,8 +249,17 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         raise ConfigError(f"cannot read sweep file {path}: {exc}") from None
     if not header:
         raise ConfigError(f"sweep file {path} is empty (no header line)")
+    return _typed_rows(path, raw, start=2)
+
+
+def _typed_rows(
+    path: str | os.PathLike[str], records: list[dict[Any, Any]], start: int
+) -> list[dict[str, Any]]:
+    """Text cells -> values: numeric columns as floats, empty cells as None (``start``: the
+    number of the first record, a line for CSV, a row index for Parquet)."""
+    where = "line" if start else "row"
     rows = []
-    for line, record in enumerate(raw, start=2):
+    for line, record in enumerate(records, start=start):
         row: dict[str, Any] = {}
         for key, text in record.items():
             if key is None:
@@ -194,9 +272,33 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
                     row[key] = float(text)
                 except ValueError:
                     raise ConfigError(
-                        f"sweep file {path}, line {line}: column {key} is not a number: {text!r}"
+                        f"sweep file {path}, {where} {line}: column {key} is not a number: {text!r}"
                     ) from None
             else:
                 row[key] = text
         rows.append(row)
     return rows
+
+
+def _read_parquet(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Parquet rows as :func:`read_rows` returns CSV rows (the same cell values)."""
+    pd = parquet_modules()
+    try:
+        frame = pd.read_parquet(path)
+    except FileNotFoundError:
+        raise ConfigError(f"cannot read sweep file {path}: no such file") from None
+    except Exception as exc:  # pyarrow raises many error types for a file it cannot read
+        reason = " ".join(str(exc).split())[:200]
+        raise ConfigError(f"cannot read sweep file {path} as Parquet: {reason}") from None
+    if frame.columns.empty:
+        raise ConfigError(f"sweep file {path} is empty (no columns)")
+    text = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    return _typed_rows(path, [{str(k): _cell(v) for k, v in r.items()} for r in text], start=0)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "" if value != value else str(value)
+    return str(value)

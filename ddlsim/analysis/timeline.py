@@ -20,6 +20,7 @@ iterations of the traced workers and turns every span into a complete event (``p
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -42,16 +43,8 @@ from ddlsim.errors import ConfigError
 
 #: more exported iterations than this make traces nobody opens
 MAX_TRACE_ITERATIONS = 100
-#: predict() keywords that are engine options rather than configuration
-_ENGINE_KEYS = (
-    "engine",
-    "stragglers",
-    "jitter_sigma",
-    "rank_sigma",
-    "host_contention",
-    "interference",
-    "seed",
-)
+#: most events in one trace (~250 bytes of JSON each: ~500 MB, what Perfetto's UI still opens)
+MAX_TRACE_EVENTS = 2_000_000
 #: predict() keywords with no bearing on one iteration's timeline
 _IGNORED_KEYS = ("epochs", "dataset_images")
 
@@ -86,12 +79,14 @@ def build_trace(
     ):
         raise ConfigError(f"iterations must be in 1..{MAX_TRACE_ITERATIONS}, got {iterations!r}")
     cfg = dict(config)
-    engine_kw = {k: cfg.pop(k) for k in _ENGINE_KEYS if k in cfg}
+    engine_keys = inspect.signature(api.sim_options).parameters  # engine options, not config
+    engine_kw = {k: cfg.pop(k) for k in list(cfg) if k in engine_keys}
     for key in _IGNORED_KEYS:
         cfg.pop(key, None)
     options = api.sim_options(**engine_kw)
     setup = api.prepare(**cfg)
     traced = _resolve_workers(workers, options.engine, setup.cluster.n_gpus)
+    _check_trace_size(len(traced), iterations, setup.dag.number_of_nodes())
     options = replace(
         options, measured_iterations=max(3, iterations), trace_workers=frozenset(traced)
     )
@@ -104,7 +99,21 @@ def build_trace(
         options.engine,
         setup.comm,
     )
+    inputs["rank_sigma"] = options.rank_sigma
+    inputs.update(api.record(dict(config), setup))
     return trace_from_sim(sim, setup, inputs, iterations=iterations, workers=traced)
+
+
+def _check_trace_size(workers: int, iterations: int, per_iteration: int) -> None:
+    """Refuse a trace over :data:`MAX_TRACE_EVENTS` before simulating it (each DAG node is
+    about one event per traced worker and iteration; waits add a few)."""
+    events = workers * iterations * per_iteration
+    if events > MAX_TRACE_EVENTS:
+        raise ConfigError(
+            f"the trace would hold ~{events:,} events ({workers:,} worker(s) x {iterations} "
+            f"iteration(s) x ~{per_iteration} each), more than the {MAX_TRACE_EVENTS:,} trace "
+            "viewers open; trace fewer --workers (e.g. 0-7) or --iterations"
+        )
 
 
 def _resolve_workers(workers: Sequence[int] | None, engine: str, n_gpus: int) -> list[int]:

@@ -1,6 +1,6 @@
 """``ddlsim calibrate``: per-layer compute calibrations from a real TensorFlow profiling pass.
 
-TensorFlow is an optional extra (``pip install 'ddlsim[calibrate]'``) and is imported only on
+TensorFlow is an optional extra (``calibrate``) and is imported only on
 the calibration path, never by ``ddlsim predict``. The pieces:
 
 * :mod:`~ddlsim.calibrate.keras_builder`, :mod:`~ddlsim.calibrate.keras_layers`,

@@ -68,8 +68,13 @@ def validate(req: Request) -> None:
     for p in req.precisions:
         if p not in PRECISIONS:
             raise ConfigError(f"unknown precision {p!r}; valid: {', '.join(PRECISIONS)}")
-    if not 1 <= req.steps <= MAX_STEPS or not 1 <= req.warmup_steps <= MAX_STEPS:
-        raise ConfigError(f"--steps and --warmup-steps must be in 1..{MAX_STEPS}")
+    for flag, steps in (("--steps", req.steps), ("--warmup-steps", req.warmup_steps)):
+        if not 1 <= steps <= MAX_STEPS:
+            raise ConfigError(f"{flag} must be in 1..{MAX_STEPS}, got {steps}")
+    if req.anchor_images_per_sec is not None and not 0 < req.anchor_images_per_sec < 1e7:
+        raise ConfigError(
+            f"--anchor-throughput must be in (0, 1e7) images/s, got {req.anchor_images_per_sec:g}"
+        )
     for gpu in (*req.transfer_to, *filter(None, [req.gpu, req.catalog_id])):
         catalog.device(gpu)
     if req.gpu is not None and req.device is not None:
@@ -84,17 +89,13 @@ def validate(req: Request) -> None:
                 "--calibration FILE starts from that file: no --gpu, --device, --model, "
                 "--batch or --precision with it"
             )
-        if not (req.transfer_to or req.anchor_images_per_sec or req.from_log):
+        if not req.transfer_to and req.anchor_images_per_sec is None and req.from_log is None:
             raise ConfigError(
                 "--calibration FILE needs --anchor-throughput, --from-log or --transfer-to"
             )
     elif req.gpu is None and req.device is None:
         raise ConfigError("say what to profile: --gpu NAME (e.g. p100) or --device cpu|gpu:N")
     anchored = req.anchor_images_per_sec is not None or req.from_log is not None
-    if req.anchor_images_per_sec is not None and not 0 < req.anchor_images_per_sec < 1e7:
-        raise ConfigError(
-            f"--anchor-throughput must be in (0, 1e7) images/s, got {req.anchor_images_per_sec}"
-        )
     if "amp" in req.precisions:
         for gpu in req.transfer_to:
             if catalog.device(gpu).peak_fp16_flops is None:

@@ -1,8 +1,9 @@
 """Where ``ddlsim calibrate`` writes, checked before any profiling, and the writing itself.
 
-:func:`check_writable` proves the output directory takes a file; :func:`check_destination`
-refuses to replace anything but a schema-1 calibration file (a corrupt file, or one of another
-schema, is left alone and named); :func:`save` writes atomically through
+:func:`check_writable` checks that the output directory takes files (creating nothing);
+:func:`check_destination` refuses to replace anything but a schema-1 calibration file (a
+corrupt file, or one of another schema, is left alone and named); :func:`save` writes
+atomically through
 :func:`ddlsim.workload.profile.save` (temporary file + rename: an interrupted write leaves no
 partial file) and returns the summary row.
 """
@@ -10,33 +11,25 @@ partial file) and returns the summary row.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from ddlsim.atomic import check_folder, check_replaceable
 from ddlsim.calibrate.progress import SummaryRow
-from ddlsim.errors import CalibrationError, ConfigError
+from ddlsim.errors import CalibrationError
 from ddlsim.workload import profile as profile_io
 from ddlsim.workload.profile import ModelProfile
 from ddlsim.workload.store import calibration_path
 
 
 def check_writable(folder: Path) -> None:
-    """Create ``folder`` if needed and prove a file can be written there."""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".ddlsim-write-test-", dir=folder)
-        os.close(fd)
-        os.unlink(tmp)
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot write calibration files to {folder}: {exc.strerror or exc}"
-        ) from None
+    """``folder`` exists and takes files, or can be created (nothing is created here: the
+    folders appear with the first file written, so an interrupted run leaves none behind)."""
+    check_folder(folder, "cannot write calibration files to")
 
 
 def check_destination(path: Path) -> None:
     """An existing file at ``path`` must be a schema-1 calibration (it will be replaced)."""
-    if not path.exists() and not path.is_symlink():
+    if not check_replaceable(path).exists():
         return
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))

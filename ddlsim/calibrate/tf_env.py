@@ -17,10 +17,11 @@ from typing import Any
 
 from ddlsim.calibrate.devices import LocalDevice
 from ddlsim.errors import ConfigError
+from ddlsim.extras import install_hint
 
 TF_REQUIREMENT = "tensorflow-cpu==2.18.1"
 INSTALL_HINT = (
-    "'ddlsim calibrate' needs TensorFlow: pip install 'ddlsim[calibrate]' "
+    f"'ddlsim calibrate' needs TensorFlow: {install_hint('calibrate')} "
     f"({TF_REQUIREMENT}; to profile a GPU: pip install 'tensorflow[and-cuda]==2.18.1')"
 )
 

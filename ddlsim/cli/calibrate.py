@@ -3,7 +3,7 @@
 Profiles zoo models on the local GPU (``--gpu NAME``: it must be that catalog GPU) or device
 (``--device cpu|gpu:N``) with the TensorFlow profiler and writes one calibration file per
 (model, batch, precision) into the user calibration directory, which ``ddlsim predict`` searches
-before the shipped files. TensorFlow (``pip install 'ddlsim[calibrate]'``) is imported only when
+before the shipped files. TensorFlow (the ``calibrate`` extra) is imported only when
 this command runs. See :mod:`ddlsim.calibrate`.
 """
 
@@ -18,6 +18,7 @@ from ddlsim.calibrate.defaults import (
     DEFAULT_STEPS,
     DEFAULT_WARMUP_STEPS,
 )
+from ddlsim.cli.args import output_folder
 from ddlsim.cli.predict import _int, _number
 
 _EPILOG = """\
@@ -81,7 +82,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--output",
-        type=Path,
+        type=output_folder,
         default=None,
         metavar="DIR",
         help="where to write (default: the user calibration directory predict searches "

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ddlsim.analysis.plot import KINDS
+from ddlsim.analysis.plot import FORMATS, KINDS
+from ddlsim.cli.args import output_file
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -12,13 +13,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "plot",
         help="plot a sweep file: scaling, efficiency or breakdown",
-        description="Draw a figure from a sweep CSV (one row per configuration, as "
-        "ddlsim sweep writes it): throughput against GPUs with the ideal-linear line, scaling "
-        "efficiency, or stacked per-iteration time breakdowns. Failed rows are skipped.",
+        description="Draw a figure from a sweep file (CSV or Parquet, one row per "
+        "configuration, as ddlsim sweep writes it): throughput against GPUs with the "
+        "ideal-linear line, scaling efficiency, or stacked per-iteration time breakdowns. "
+        "Failed rows are skipped.",
     )
-    p.add_argument("sweep", metavar="SWEEP.csv", help="sweep file to read")
     p.add_argument(
-        "-o", "--output", required=True, metavar="FIG", help="figure to write (.png or .svg)"
+        "sweep", metavar="SWEEP", help="sweep file to read (.csv, or .parquet as sweep writes)"
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=output_file(*FORMATS),
+        metavar="FIG",
+        help="figure to write (.png or .svg)",
     )
     p.add_argument("--kind", default="scaling", choices=KINDS, help="default: scaling")
     p.set_defaults(func=run)
@@ -27,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim plot``."""
     from ddlsim.analysis.plot import plot_sweep
+    from ddlsim.extras import require
 
+    require("matplotlib", "plot", "ddlsim plot")  # before reading the sweep
     plot_sweep(args.sweep, args.output, args.kind)
     return 0

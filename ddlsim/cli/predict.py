@@ -11,8 +11,12 @@ import json
 import sys
 
 from ddlsim.analysis.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES
+from ddlsim.cli.applies import warn_inapplicable
+from ddlsim.cli.args import integer as _int
+from ddlsim.cli.args import number as _number
 from ddlsim.cli.report import format_prediction
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
+from ddlsim.engine.budget import DEFAULT_MAX_EVENTS
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA
 from ddlsim.errors import ConfigError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
@@ -27,40 +31,38 @@ from ddlsim.strategy import (
 )
 
 
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-
-
-def _number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return value
-
-
 def _stragglers(text: str) -> dict[int, float]:
+    """``RANK:SLOWDOWN[,RANK:SLOWDOWN...]``: distinct ranks, finite slowdowns (checked again,
+    with their ranges, by :func:`ddlsim.api.sim_options`)."""
     out: dict[int, float] = {}
-    for item in filter(None, text.split(",")):
+    for item in filter(None, (part.strip() for part in text.split(","))):
         rank, _, factor = item.partition(":")
         try:
-            out[int(rank)] = float(factor)
+            r, f = int(rank), float(factor)
         except ValueError:
             raise argparse.ArgumentTypeError(
                 f"expected RANK:SLOWDOWN[,RANK:SLOWDOWN...], got {text!r}"
             ) from None
+        if r in out:
+            raise argparse.ArgumentTypeError(f"rank {r} is given twice in {text!r}")
+        out[r] = f
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected RANK:SLOWDOWN[,...], got {text!r}")
     return out
 
 
 def add_config_arguments(p: argparse.ArgumentParser) -> None:
     """The flags that describe one configuration (shared by predict-like commands)."""
-    p.add_argument("--model", default="resnet50", help="zoo model (default: resnet50)")
-    p.add_argument("--gpu", default="p100", help="GPU type (default: p100 = p100-sxm2, DGX-1)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="zoo model (default: the --calibration file's, else resnet50)",
+    )
+    p.add_argument(
+        "--gpu",
+        default=None,
+        help="GPU type (default: the --calibration file's, else p100 = p100-sxm2, DGX-1)",
+    )
     p.add_argument("--gpus", type=_int, default=1, help="total GPUs (default: 1)")
     p.add_argument(
         "--gpus-per-node",
@@ -98,10 +100,16 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--batch",
         type=_int,
-        default=DEFAULT_BATCH_PER_GPU,
-        help=f"mini-batch per GPU (default: {DEFAULT_BATCH_PER_GPU})",
+        default=None,
+        help="mini-batch per GPU (default: the --calibration file's, else "
+        f"{DEFAULT_BATCH_PER_GPU})",
     )
-    p.add_argument("--precision", default="fp32", choices=PRECISIONS, help="default: fp32")
+    p.add_argument(
+        "--precision",
+        default=None,
+        choices=PRECISIONS,
+        help="default: the --calibration file's, else fp32",
+    )
     p.add_argument("--data", default="synthetic", choices=DATA_KINDS, help="default: synthetic")
     p.add_argument(
         "--input-pipeline",
@@ -175,7 +183,13 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         help="hvd.Compression.fp16: exchange gradients in fp16",
     )
     p.add_argument("--engine", default="fast", choices=("fast", "detailed"), help="default: fast")
-    p.add_argument("--calibration", default=None, metavar="FILE", help="calibration file")
+    p.add_argument(
+        "--calibration",
+        default=None,
+        metavar="FILE",
+        help="calibration file; gives the default model, batch, precision and GPU (another "
+        "catalog --gpu re-times it by roofline ratios)",
+    )
     p.add_argument(
         "--single-gpu-throughput",
         type=_number,
@@ -214,13 +228,23 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         help="do not slow compute while collectives hold SMs (NCCL: one SM per channel)",
     )
     p.add_argument("--seed", type=_int, default=0, help="seed of the jitter")
+    p.add_argument(
+        "--max-events",
+        type=_number,
+        default=DEFAULT_MAX_EVENTS,
+        metavar="N",
+        help="detailed engine: refuse a run estimated at more events (flow transfers, each "
+        "SimPy event or executor step counted 1,000; default: "
+        f"{DEFAULT_MAX_EVENTS:.0e}, a few minutes on 2 cores) or at more than 80%% of the "
+        "available memory",
+    )
 
 
 def predict_kwargs(args: argparse.Namespace) -> dict:
     """Keyword arguments of :func:`ddlsim.predict` from parsed flags."""
     if args.gpus < 1:
         raise ConfigError(f"--gpus must be >= 1, got {args.gpus}")
-    if args.batch < 1:
+    if args.batch is not None and args.batch < 1:
         raise ConfigError(f"--batch must be >= 1, got {args.batch}")
     return {
         "model": args.model,
@@ -257,6 +281,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "host_contention": args.host_contention,
         "interference": not args.no_interference,
         "seed": args.seed,
+        "max_events": args.max_events,
     }
 
 
@@ -282,6 +307,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"images per epoch (default: ImageNet-1k, {IMAGENET_1K_TRAIN_IMAGES:,})",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--from-json",
+        metavar="RESULT.json",
+        default=None,
+        help="re-run exactly the configuration recorded in a 'predict --json' output (or a "
+        "timeline's): no other configuration flag with it; refused if its calibration file "
+        "changed",
+    )
     p.set_defaults(func=run)
 
 
@@ -289,10 +322,31 @@ def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim predict``."""
     from ddlsim.api import predict
 
-    result = predict(**predict_kwargs(args), epochs=args.epochs, dataset_images=args.dataset_images)
+    if args.from_json is not None:
+        from ddlsim import reproduce
+
+        _only_from_json(args)
+        result = reproduce.rerun(args.from_json)
+    else:
+        kwargs = predict_kwargs(args)
+        result = predict(**kwargs, epochs=args.epochs, dataset_images=args.dataset_images)
+        warn_inapplicable(kwargs)  # once the configuration is known to be valid
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_prediction(result))
     return 0
+
+
+def _only_from_json(args: argparse.Namespace) -> None:
+    """``--from-json`` takes the whole configuration from the file: no configuration flag."""
+    from ddlsim.cli.main import build_parser
+
+    defaults = vars(build_parser().parse_args(["predict"]))
+    for key, value in vars(args).items():
+        if key not in ("from_json", "json", "func") and value != defaults.get(key):
+            raise ConfigError(
+                f"--from-json takes the whole configuration from {args.from_json}; drop "
+                f"--{key.replace('_', '-')}"
+            )

@@ -12,7 +12,12 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:9.2f} ms"
 
 
-def _calibration_source(cal: dict[str, Any]) -> str:
+def _count(n: int, noun: str) -> str:
+    """``1 node``, ``32 nodes``."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _calibration_source(cal: dict[str, Any], source: dict[str, Any] | None) -> str:
     """The calibration file used, or the file a derived calibration was computed from."""
     if cal["file"]:
         return str(cal["file"])
@@ -21,6 +26,8 @@ def _calibration_source(cal: dict[str, Any]) -> str:
         if provenance.get("from_file"):
             return f"derived from batch {provenance.get('from_batch')} of {provenance['from_file']}"
         provenance = provenance.get("base")
+    if source:
+        return f"derived from {source['path']}"
     return "derived in memory"
 
 
@@ -42,9 +49,10 @@ def format_prediction(p: Prediction) -> str:
     b = p.breakdown
     it = p.iteration_time_s
     cal = i["calibration"]
+    source = i.get("calibration_source")
     lines = [
         f"ddlsim prediction: {i['model']} on {i['n_gpus']} x {i['gpu']} "
-        f"({i['nodes']} node(s) x {i['gpus_per_node']} GPUs), {i['comm']}",
+        f"({_count(i['nodes'], 'node')} x {_count(i['local_gpus'], 'GPU')}), {i['comm']}",
         "",
         f"  throughput          {p.images_per_sec:12.1f} images/s",
         f"  iteration time      {_ms(it)}",
@@ -102,7 +110,8 @@ def format_prediction(p: Prediction) -> str:
         f"{100 * i['host_contention']:g} %, interference {'on' if i['interference'] else 'off'}",
         f"    batch          {i['batch_per_gpu']} per GPU, {i['precision']}, {i['data']} data, "
         f"gradients {i['grad_dtype']}",
-        f"    calibration    {cal['method']}: {_calibration_source(cal)}",
+        f"    calibration    {cal['method']}: {_calibration_source(cal, source)}",
+        f"                   {cal['device_rule']}",
         f"    engine         {i['engine']}",
         "",
     ]

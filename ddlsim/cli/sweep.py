@@ -3,13 +3,18 @@
 Any predict parameter may take several values on the command line (``--gpus 1 8 64 256
 --inter-node 10gbe ib-edr``) or in a YAML file (``--grid study.yaml``; command-line values
 override the file's). Rows go to CSV or Parquet (by the output's suffix), written atomically.
+Everything is checked before the first configuration runs: the output (folder, extension,
+pandas / pyarrow for Parquet), every grid value, and the grid's size (``--max-configs``).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
+
+from ddlsim.cli.args import int_at_least, output_file
 
 #: (flag, predict() keyword, argparse type)
 _PARAMS = (
@@ -37,93 +42,153 @@ _PARAMS = (
     ("--epochs", "epochs", float),
     ("--dataset-images", "dataset_images", int),
 )
+_BOOLEAN_HELP = "true or false (predict's flag of the same name)"
+
+
+def _predict_help() -> dict[str, str]:
+    """Help text of each ``ddlsim predict`` flag, by option string."""
+    from ddlsim.cli import predict
+
+    holder = argparse.ArgumentParser(add_help=False).add_subparsers()
+    predict.register(holder)
+    parser = holder.choices["predict"]
+    return {
+        option: action.help or ""
+        for action in parser._actions
+        for option in action.option_strings
+        if action.help and action.help != argparse.SUPPRESS
+    }
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``sweep`` sub-command."""
+    from ddlsim.analysis.sweep import MAX_CONFIGS
+
     p = sub.add_parser(
         "sweep",
         help="predict a grid of configurations (Dask) into CSV or Parquet",
         description="Predict the cartesian product of the given values; every predict "
-        "parameter may take a list. Runs on a local Dask cluster by default.",
+        "parameter may take a list. Runs on a local Dask cluster by default. Each row "
+        "records its configuration (the 'config' column re-runs it with ddlsim.predict).",
     )
+    helps = _predict_help()
+    grid = p.add_argument_group("grid values (one or more each; default: predict's default)")
     for flag, dest, kind in _PARAMS:
-        p.add_argument(flag, dest=dest, type=kind, nargs="+", default=None, metavar="V")
-    p.add_argument("--grid", metavar="FILE.yaml", help="YAML mapping parameter -> values")
-    p.add_argument("-o", "--output", required=True, metavar="OUT", help=".csv or .parquet")
+        what = _BOOLEAN_HELP if kind is str and dest in ("hierarchical", "fp16_allreduce") else ""
+        grid.add_argument(
+            flag,
+            dest=dest,
+            type=kind,
+            nargs="+",
+            default=None,
+            metavar="V",
+            help=what or f"values of predict's {flag}: {helps.get(flag, '')}".rstrip(": "),
+        )
+    p.add_argument(
+        "--grid",
+        metavar="FILE.yaml",
+        help="YAML mapping parameter -> value or list of values (flags override it)",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=output_file(".csv", ".parquet", stdout=True),
+        metavar="OUT",
+        help="rows to write: .csv, .parquet (pandas + pyarrow), or - (CSV on stdout)",
+    )
     p.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler")
-    p.add_argument("--workers", type=int, default=None, help="local Dask workers (default: CPUs)")
+    p.add_argument(
+        "--workers",
+        type=int_at_least(1),
+        default=None,
+        help="local Dask worker processes (default: the CPU count)",
+    )
     p.add_argument("--serial", action="store_true", help="no Dask: evaluate in this process")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line")
+    p.add_argument(
+        "--max-configs",
+        type=int_at_least(1),
+        default=MAX_CONFIGS,
+        metavar="N",
+        help=f"refuse a grid of more configurations (default: {MAX_CONFIGS:,}; 1,000 "
+        "fast-engine configurations take about 30 s on 2 cores)",
+    )
     p.set_defaults(func=run)
 
 
-def _progress(done: int, total: int, elapsed_s: float) -> None:
-    width = 30
-    filled = int(width * done / total)
-    remaining_s = elapsed_s / done * (total - done) if done else 0.0
-    sys.stderr.write(
-        f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} configurations "
-        f"{elapsed_s:6.1f} s elapsed, {remaining_s:6.1f} s left"
-    )
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+class _Bar:
+    """The progress bar on stderr; :meth:`close` ends its line however the sweep ended."""
+
+    WIDTH = 30
+
+    def __init__(self) -> None:
+        self.open = False
+
+    def __call__(self, done: int, total: int, elapsed_s: float) -> None:
+        filled = int(self.WIDTH * done / total)
+        remaining_s = elapsed_s / done * (total - done) if done else 0.0
+        self.open = True  # before the write: a Ctrl-C during it still ends the line
+        sys.stderr.write(
+            f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} configurations "
+            f"{elapsed_s:6.1f} s elapsed, {remaining_s:6.1f} s left"
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.open:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+            self.open = False
 
 
 def write_table(rows: list[dict[str, Any]], path: str) -> None:
     """Write sweep rows to ``path``: Parquet for ``.parquet``, else CSV (atomic either way)."""
-    from ddlsim.analysis.sweep import COLUMNS, write_rows
-    from ddlsim.errors import ConfigError
+    from ddlsim.analysis.sweep import write_rows
 
-    if not path.endswith(".parquet"):
+    if path.lower().endswith(".parquet"):
+        from ddlsim.analysis.sweep import write_parquet
+
+        write_parquet(rows, path)
+    else:
         write_rows(rows, path)
-        return
-    try:
-        import pandas as pd
-    except ImportError:
-        raise ConfigError(
-            "Parquet output needs pandas and pyarrow: pip install 'ddlsim[sweep]'"
-        ) from None
-    from ddlsim.atomic import atomic_write
-
-    frame = pd.DataFrame(rows, columns=list(COLUMNS))
-    try:
-        atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
-    except ImportError:
-        raise ConfigError("Parquet output needs pyarrow: pip install 'ddlsim[sweep]'") from None
 
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim sweep``."""
     from ddlsim.analysis.grid import load_grid_file, normalise_grid
-    from ddlsim.analysis.sweep import evaluate, expand_grid
-    from ddlsim.errors import ConfigError
+    from ddlsim.analysis.sweep import check_grid_size, evaluate, expand_grid, parquet_modules
+    from ddlsim.cli.applies import warn_inapplicable_grid
 
+    if args.output.lower().endswith(".parquet"):
+        parquet_modules()  # pandas and pyarrow present: fail before the work
     raw: dict[str, Any] = load_grid_file(args.grid) if args.grid else {}
     for _, dest, _ in _PARAMS:
         values = getattr(args, dest)
         if values is not None:
             raw[dest] = values
-    configs = expand_grid(normalise_grid(raw))
-    if not (args.output.endswith((".csv", ".parquet")) or args.output == "-"):
-        raise ConfigError(f"output must end in .csv or .parquet, got {args.output!r}")
-    progress = None if args.quiet else _progress
-    if args.serial:
-        rows = []
-        import time
+    grid = normalise_grid(raw)
+    check_grid_size(grid, args.max_configs)
+    configs = expand_grid(grid, max_configs=args.max_configs)
+    warn_inapplicable_grid(configs)
+    bar = None if args.quiet else _Bar()
+    try:
+        if args.serial:
+            rows = []
+            start = time.perf_counter()
+            for i, config in enumerate(configs, 1):
+                rows.append(evaluate(config))
+                if bar:
+                    bar(i, len(configs), time.perf_counter() - start)
+        else:
+            from ddlsim.analysis.distributed import run_on_dask
 
-        start = time.perf_counter()
-        for i, config in enumerate(configs, 1):
-            rows.append(evaluate(config))
-            if progress:
-                progress(i, len(configs), time.perf_counter() - start)
-    else:
-        from ddlsim.analysis.distributed import run_on_dask
-
-        rows = run_on_dask(
-            configs, scheduler=args.scheduler, n_workers=args.workers, progress=progress
-        )
+            rows = run_on_dask(
+                configs, scheduler=args.scheduler, n_workers=args.workers, progress=bar
+            )
+    finally:
+        if bar:
+            bar.close()
     write_table(rows, args.output)
     failed = sum(1 for r in rows if r["status"] != "ok")
     if not args.quiet:

@@ -7,7 +7,9 @@ configuration flag; see :mod:`ddlsim.analysis.timeline` for what the trace holds
 from __future__ import annotations
 
 import argparse
+import sys
 
+from ddlsim.cli.args import output_file
 from ddlsim.cli.predict import _int, add_config_arguments, predict_kwargs
 
 
@@ -39,7 +41,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_config_arguments(p)
     p.add_argument(
-        "-o", "--output", required=True, metavar="FILE", help="trace file to write (- = stdout)"
+        "-o",
+        "--output",
+        required=True,
+        type=output_file(".json", stdout=True),
+        metavar="FILE.json",
+        help="trace file to write (- = stdout)",
     )
     p.add_argument(
         "--iterations",
@@ -62,7 +69,28 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim timeline``."""
     from ddlsim.analysis.timeline import build_trace, write_trace
+    from ddlsim.cli.applies import warn_inapplicable
 
-    trace = build_trace(predict_kwargs(args), iterations=args.iterations, workers=args.workers)
+    kwargs = predict_kwargs(args)
+    trace = build_trace(kwargs, iterations=args.iterations, workers=args.workers)
+    warn_inapplicable(kwargs)
     write_trace(trace, args.output)
+    if args.output != "-":
+        meta = trace["metadata"]
+        its, workers = meta["iterations"], meta["workers"]
+        print(
+            f"wrote {args.output}: {len(trace['traceEvents']):,} events, "
+            f"{_span(its, 'iteration')} of {_span(workers, 'worker')} "
+            f"({meta['engine']} engine); open it in https://ui.perfetto.dev",
+            file=sys.stderr,
+        )
     return 0
+
+
+def _span(values: list[int], noun: str) -> str:
+    """``iteration 4``, ``iterations 2-4``, ``workers 0, 3, 5``."""
+    if len(values) == 1:
+        return f"{noun} {values[0]}"
+    if values == list(range(values[0], values[-1] + 1)):
+        return f"{noun}s {values[0]}-{values[-1]}"
+    return f"{noun}s " + ", ".join(map(str, values))

@@ -14,7 +14,8 @@ import argparse
 import json
 import sys
 
-from ddlsim.cli.predict import _int, add_config_arguments, predict_kwargs
+from ddlsim.cli.args import int_at_least, output_file
+from ddlsim.cli.predict import add_config_arguments, predict_kwargs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,7 +36,14 @@ def _register_import(actions: argparse._SubParsersAction) -> None:
         "error. Fields no log states come from the flags, else stay empty (unknown).",
     )
     p.add_argument("logs", nargs="+", metavar="LOG", help="benchmark output files")
-    p.add_argument("-o", "--output", metavar="FILE", help="write the CSV here (atomic)")
+    p.add_argument(
+        "-o",
+        "--output",
+        default="-",
+        type=output_file(".csv", stdout=True),
+        metavar="FILE.csv",
+        help="write the CSV here, atomically (default: - = standard output)",
+    )
     p.add_argument("--source-id", default="IMPORTED", help="source_id and run_id prefix")
     text_flags = {
         "model": "zoo model (logs state it)",
@@ -56,7 +64,7 @@ def _register_import(actions: argparse._SubParsersAction) -> None:
         "batch": "batch per GPU (logs state it)",
     }
     for flag, text in int_flags.items():
-        p.add_argument(f"--{flag}", type=_int, default=None, help=text)
+        p.add_argument(f"--{flag}", type=int_at_least(1), default=None, help=text)
     p.set_defaults(func=run_import)
 
 
@@ -68,7 +76,11 @@ def _register_timeline(actions: argparse._SubParsersAction) -> None:
         "iteration: negotiation, fusion-buffer copies, allreduce. With --compare, ddlsim "
         "simulates the configuration given by predict's flags and prints the same phases.",
     )
-    p.add_argument("timeline", metavar="TIMELINE.json")
+    p.add_argument(
+        "timeline",
+        metavar="TIMELINE.json",
+        help="a Horovod timeline (HOROVOD_TIMELINE), e.g. traces/horovod/timeline_np2.json",
+    )
     p.add_argument("--compare", action="store_true", help="simulate with the flags below")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_config_arguments(p.add_argument_group("configuration for --compare (predict's flags)"))
@@ -77,8 +89,9 @@ def _register_timeline(actions: argparse._SubParsersAction) -> None:
 
 def run_import(args: argparse.Namespace) -> int:
     """Run ``ddlsim traces import``."""
+    from ddlsim.atomic import atomic_write_text
     from ddlsim.traces.importer import ImportFlags, import_logs
-    from ddlsim.validate.runs import format_rows, write_atomic
+    from ddlsim.validate.runs import format_rows
 
     flags = ImportFlags(
         source_id=args.source_id,
@@ -96,10 +109,7 @@ def run_import(args: argparse.Namespace) -> int:
         framework=args.framework,
     )
     text = format_rows(import_logs(args.logs, flags))
-    if args.output:
-        write_atomic(args.output, text)
-    else:
-        sys.stdout.write(text)
+    atomic_write_text(args.output, text)
     return 0
 
 
@@ -120,8 +130,11 @@ def run_timeline(args: argparse.Namespace) -> int:
     simulated = None
     if args.compare:
         from ddlsim.api import predict
+        from ddlsim.cli.applies import warn_inapplicable
 
-        pred = predict(**predict_kwargs(args))
+        kwargs = predict_kwargs(args)
+        pred = predict(**kwargs)
+        warn_inapplicable(kwargs)
         simulated = simulated_phases(
             pred.sim.spans, pred.iteration_time_s, len(pred.sim.iteration_times_s)
         )

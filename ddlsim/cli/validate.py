@@ -12,6 +12,8 @@ import argparse
 import json
 import sys
 
+from ddlsim.analysis.plot import FORMATS as FIGURE_FORMATS
+from ddlsim.cli.args import output_file
 from ddlsim.cli.predict import _int, _number
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION
@@ -68,7 +70,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("csv", metavar="RUNS.csv", help="measured runs (traces/measured/runs.csv)")
     p.add_argument("--json", action="store_true", help="print one JSON object: rows, summary")
-    p.add_argument("--plot", metavar="FILE.png", default=None, help="write a figure (matplotlib)")
+    p.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        type=output_file(*FIGURE_FORMATS),
+        default=None,
+        help="write a figure (matplotlib; .png or .svg)",
+    )
     p.add_argument(
         "--source",
         action="append",
@@ -191,3 +199,4 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_report(args.csv, results, summary))
     return 0
+

@@ -19,6 +19,7 @@ import numpy as np
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.base import CommModel
 from ddlsim.engine.breakdown import Breakdown, mean_breakdown, window_breakdown
+from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_detailed
 from ddlsim.engine.core import SYNC_PARTS, EngineConfig, RunRecord, Span, simulate_plan
 from ddlsim.engine.plan import CommOp, plan_from_dag
 from ddlsim.engine.sync import (
@@ -53,6 +54,8 @@ class SimOptions:
     interference: bool = True
     seed: int = 0
     trace_workers: frozenset[int] = frozenset({0})
+    #: detailed engine: most events the run may take (:mod:`ddlsim.engine.budget`)
+    max_events: float = DEFAULT_MAX_EVENTS
 
     @property
     def sync(self) -> SyncTerms:
@@ -128,13 +131,20 @@ def simulate(
         raise ConfigError("stragglers and jitter need the detailed engine (--engine detailed)")
     for rank, factor in opts.slowdown.items():
         if not 0 <= rank < cluster.n_gpus or not 0 < factor <= 100:
-            raise ConfigError(f"bad straggler {rank}:{factor} for {cluster.n_gpus} GPUs")
+            raise ConfigError(
+                f"bad straggler {rank}:{factor} for {cluster.n_gpus} GPUs: ranks are "
+                f"0..{cluster.n_gpus - 1} and slowdowns in (0, 100]"
+            )
     sync = opts.sync
     rank_sigma = sync.rank_sigma
     plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1)
     net_latency_s = cluster.nic.latency_s if cluster.nic is not None else 0.0
     detailed = opts.engine == "detailed"
     n_workers = cluster.n_gpus if detailed else 1
+    if detailed:  # refuse, before it starts, a run too large to finish or to fit in memory
+        iterations = opts.warmup_iterations + opts.measured_iterations
+        traced = sum(1 for w in opts.trace_workers if 0 <= w < n_workers)
+        check_detailed(plan, comm, n_workers, iterations, traced, opts.max_events)
     slowdown = np.ones(n_workers)
     for rank, factor in opts.slowdown.items():
         slowdown[rank] = factor

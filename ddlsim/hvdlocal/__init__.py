@@ -1,11 +1,11 @@
 """A real, measured Horovod run on this machine's CPU, and ddlsim's prediction of it.
 
 ``python -m ddlsim.hvdlocal`` (or ``bash scripts/horovod_local.sh``, which first installs
-``ddlsim[horovod]``) runs, on the local host:
+the ``horovod`` extra) runs, on the local host:
 
 1. probes of the two resources the communication model needs: TCP loopback throughput and
    latency between two processes, and one core's memory bandwidth (:mod:`~.probes`);
-2. ``ddlsim calibrate --device cpu`` of a zoo model on one core (:mod:`~.driver`);
+2. ``ddlsim calibrate --device cpu`` of a zoo model on one core (:mod:`~.stages`);
 3. a Horovod ``hvd.allreduce`` size sweep over Gloo with 2 workers, from which the loopback
    link's per-hop efficiency and latency are fitted (:mod:`~.sweep`, :mod:`~.fit`);
 4. Horovod data-parallel training of the same zoo model (the Keras model ``ddlsim calibrate``

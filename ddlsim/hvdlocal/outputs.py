@@ -14,10 +14,9 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from ddlsim.atomic import atomic_write_text
+from ddlsim.atomic import atomic_write_text, make_parents
 from ddlsim.traces.timeline import parse_events
 
 
@@ -53,6 +52,6 @@ def write_json(path: str | os.PathLike[str], doc: Mapping[str, Any] | list[Any])
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """``text`` atomically (the folder is created)."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    """``text`` atomically (the missing folders are created)."""
+    make_parents(path)
     atomic_write_text(path, text)

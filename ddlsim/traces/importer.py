@@ -80,6 +80,16 @@ def _merge(label: str, what: str, flag_name: str, stated: object, flag: object) 
     return stated if stated is not None else flag
 
 
+def _check_counts(label: str, gpus: object, per_node: object, batch: object) -> None:
+    """Counts are positive, and GPUs fill whole nodes when both are known."""
+    for what, value in (("gpus", gpus), ("gpus_per_node", per_node), ("batch_per_gpu", batch)):
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{label}: {what} must be a positive integer, got {value!r}")
+    whole = not (isinstance(gpus, int) and isinstance(per_node, int)) or gpus <= per_node
+    if not whole and gpus % per_node:
+        raise ConfigError(f"{label}: {gpus} GPUs do not fill nodes of {per_node} (--gpus-per-node)")
+
+
 def build_row(facts: LogFacts, flags: ImportFlags, label: str, run_id: str) -> dict[str, object]:
     """One schema row from a parsed log and the flags."""
     model = _merge(
@@ -112,6 +122,7 @@ def build_row(facts: LogFacts, flags: ImportFlags, label: str, run_id: str) -> d
         per_node = _merge(label, what, "--gpus-per-node", gpus, per_node)
     if per_node is None and gpus == 1:
         per_node = 1
+    _check_counts(label, gpus, per_node, batch)
     multi = per_node is not None and gpus is not None and gpus > per_node
     inter = catalog.network(flags.inter_node).id if flags.inter_node else None
     if inter is None and per_node is not None and not multi:

@@ -10,33 +10,32 @@ The figure (PNG, matplotlib's Agg canvas, no display needed) has two parts:
   (dashed) images/s against GPUs (linear axes), from the baseline at 1 GPU, and linear
   scaling (grey, dotted).
 
-matplotlib is an optional dependency (``pip install ddlsim[plot]``), imported only here.
+matplotlib is an optional dependency (the ``plot`` extra), imported only here.
 """
 
 from __future__ import annotations
 
-import io
 import math
 import os
 from collections import defaultdict
 from collections.abc import Sequence
 
-from ddlsim.errors import ConfigError
+from ddlsim.analysis.plot import figure_format
+from ddlsim.atomic import atomic_write
+from ddlsim.extras import require
 from ddlsim.strategy import COMM_METHODS
 from ddlsim.validate.core import PREDICTED, RowResult
 from ddlsim.validate.mapping import METRIC_IPS
-from ddlsim.validate.runs import write_atomic
 
 MAX_FAMILY_PANELS = 60
 PANEL_COLUMNS = 6
 
 
 def _matplotlib():
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise ConfigError("--plot needs matplotlib: pip install ddlsim[plot]") from None
+    require("matplotlib", "plot", "--plot")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     return Figure, FigureCanvasAgg
 
 
@@ -87,9 +86,8 @@ def plot_validation(
     fig.suptitle(
         f"ddlsim validate{': ' + title if title else ''}{note}", fontsize=13, y=1 - 0.2 / height_in
     )
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=72)
-    write_atomic(path, buffer.getvalue())
+    fmt = figure_format(path)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=72))
 
 
 def _scatter(ax, results: Sequence[RowResult]) -> None:

@@ -10,8 +10,8 @@ required cell, a count or value that is not a positive finite number) becomes a
 Both refuse the whole *file* (ConfigError) when it is unreadable, not UTF-8, has broken CSV
 quoting, is empty, or its header lacks a required column, names a column twice, or has neither
 value column. Extra columns are ignored and missing optional columns read as empty cells.
-:func:`format_rows` writes rows in the schema's column order; :func:`write_atomic` writes a file
-through a temporary file renamed into place, so that it is never left half-written.
+:func:`format_rows` writes rows in the schema's column order (written with
+:mod:`ddlsim.atomic`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddlsim.atomic import atomic_write
 from ddlsim.errors import ConfigError
 
 #: the schema's columns, in file order
@@ -334,10 +333,3 @@ def format_rows(rows: Iterable[Mapping[str, object]]) -> str:
             raise ConfigError(f"not schema columns: {', '.join(sorted(unknown))}")
         writer.writerow(["" if row.get(c) is None else str(row.get(c)) for c in COLUMNS])
     return out.getvalue()
-
-
-def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
-    """Write ``data`` (text as UTF-8) to ``path`` through a temporary file in the same folder
-    and a rename, so that ``path`` is never left half-written."""
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    atomic_write(path, lambda tmp: Path(tmp).write_bytes(payload))

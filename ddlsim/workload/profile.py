@@ -22,11 +22,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ddlsim.atomic import atomic_write_text, check_replaceable, make_parents, remove_empty
 from ddlsim.errors import CalibrationError
 
 SCHEMA_VERSION = 1
@@ -201,12 +201,13 @@ def load(path: str | os.PathLike[str]) -> ModelProfile:
 
 
 def save(profile: ModelProfile, path: str | os.PathLike[str]) -> Path:
-    """Write ``profile`` to ``path`` atomically (temp file + rename, never a partial file).
+    """Write ``profile`` to ``path`` atomically (:mod:`ddlsim.atomic`: temp file + rename, never
+    a partial file, only a regular file replaced), creating the missing folders.
 
     An existing file of another schema version (or not a calibration file) is not overwritten.
     """
     p = Path(path)
-    if p.exists():
+    if check_replaceable(p).exists():
         try:
             existing = json.loads(p.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
@@ -215,14 +216,11 @@ def save(profile: ModelProfile, path: str | os.PathLike[str]) -> Path:
             raise CalibrationError(
                 f"refusing to overwrite {p}: it is not a schema-{SCHEMA_VERSION} calibration file"
             )
-    p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    text = json.dumps(profile.to_dict(), separators=(",", ":")) + "\n"
+    created = make_parents(p)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(profile.to_dict(), fh, separators=(",", ":"))
-            fh.write("\n")
-        os.replace(tmp, p)
+        atomic_write_text(p, text)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        remove_empty(created)
         raise
     return p

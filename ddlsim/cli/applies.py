@@ -1,0 +1,156 @@
+"""Flags that do not apply to the chosen configuration: one warning each, never an error.
+
+``--n-ps 4 --comm horovod-nccl`` is accepted (a sweep or a script may pass a fixed set of flags)
+but has no effect; ddlsim says so once on stderr::
+
+    ddlsim: warning: --n-ps has no effect with --comm horovod-nccl (it applies to ps, ...)
+
+A flag counts as given when its value differs from :func:`ddlsim.predict`'s default. A sweep
+warns about a flag only when it applies to none of the grid's configurations. To cover a new
+flag, add a :class:`Rule`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ddlsim.strategy import HOROVOD_METHODS, PS_METHODS
+
+Config = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """``keyword`` (flag ``flag``) only matters when ``applies(config)``; ``scope`` says when."""
+
+    keyword: str
+    flag: str
+    applies: Callable[[Config], bool]
+    scope: str
+    context: tuple[str, ...]  # the keywords whose values decide (named in the warning)
+
+
+def _comm_in(*methods: str) -> Callable[[Config], bool]:
+    return lambda c: c.get("comm") in methods
+
+
+RULES = (
+    Rule(
+        "n_ps",
+        "--n-ps",
+        _comm_in(*PS_METHODS),
+        f"it applies to {', '.join(PS_METHODS)}",
+        ("comm",),
+    ),
+    Rule(
+        "ps_colocated",
+        "--ps-dedicated",
+        _comm_in("ps", "byteps"),
+        "it applies to ps and byteps",
+        ("comm",),
+    ),
+    Rule(
+        "ps_placement",
+        "--ps-placement",
+        _comm_in("ps", "replicated-cpu"),
+        "it applies to ps and replicated-cpu",
+        ("comm",),
+    ),
+    Rule(
+        "fusion_threshold_mb",
+        "--fusion-threshold-mb",
+        _comm_in(*HOROVOD_METHODS),
+        f"it applies to {', '.join(HOROVOD_METHODS)}",
+        ("comm",),
+    ),
+    Rule(
+        "cycle_time_ms",
+        "--cycle-time-ms",
+        _comm_in(*HOROVOD_METHODS),
+        f"it applies to {', '.join(HOROVOD_METHODS)}",
+        ("comm",),
+    ),
+    Rule(
+        "hierarchical",
+        "--hierarchical",
+        _comm_in("horovod-nccl"),
+        "it applies to horovod-nccl",
+        ("comm",),
+    ),
+    Rule(
+        "algorithm",
+        "--algorithm",
+        lambda c: c.get("comm") == "horovod-nccl" and not c.get("hierarchical"),
+        "it applies to horovod-nccl without --hierarchical",
+        ("comm", "hierarchical"),
+    ),
+    Rule(
+        "input_pipeline",
+        "--input-pipeline",
+        lambda c: c.get("data") == "real",
+        "it applies to --data real",
+        ("data",),
+    ),
+    Rule(
+        "host_input_images_per_s",
+        "--host-input-rate",
+        lambda c: c.get("data") == "real" and c.get("input_pipeline") == "host",
+        "it applies to --data real decoded by the host",
+        ("data", "input_pipeline"),
+    ),
+    Rule(
+        "seed",
+        "--seed",
+        lambda c: c.get("engine") == "detailed",
+        "only the detailed engine draws random numbers",
+        ("engine",),
+    ),
+    Rule(
+        "max_events",
+        "--max-events",
+        lambda c: c.get("engine") == "detailed",
+        "it bounds the detailed engine",
+        ("engine",),
+    ),
+)
+
+
+def _flag_value(keyword: str, value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return str(value)
+
+
+def inapplicable(configs: Iterable[Config]) -> list[str]:
+    """Warnings (one per flag) for flags given in ``configs`` (keyword arguments of
+    :func:`ddlsim.predict`) that apply to none of the configurations where they are given."""
+    from ddlsim.reproduce import keyword_defaults
+
+    defaults = keyword_defaults()
+    full = [{**defaults, **c} for c in configs]
+    out = []
+    for rule in RULES:
+        given = [c for c in full if c.get(rule.keyword) != defaults.get(rule.keyword)]
+        if not given or any(rule.applies(c) for c in given):
+            continue
+        context = ", ".join(
+            f"--{k.replace('_', '-')} "
+            + "/".join(sorted({_flag_value(k, c.get(k)) for c in given}))
+            for k in rule.context
+        )
+        out.append(f"{rule.flag} has no effect with {context} ({rule.scope}); ignored")
+    return out
+
+
+def warn_inapplicable(config: Config) -> None:
+    """Print one ``ddlsim: warning:`` line per given flag that does not apply to ``config``."""
+    warn_inapplicable_grid([config])
+
+
+def warn_inapplicable_grid(configs: Iterable[Config]) -> None:
+    """The same for a sweep: a flag that applies to none of ``configs``."""
+    for message in inapplicable(configs):
+        print(f"ddlsim: warning: {message}", file=sys.stderr)

@@ -1,0 +1,81 @@
+"""Argument types shared by the sub-commands: numbers with their valid range, output paths.
+
+Every type raises :class:`argparse.ArgumentTypeError` with the value and the reason, so a bad
+flag prints one line, ``ddlsim: error: argument --flag: ...``, and exits 2 before any work.
+Output paths are checked here, at parse time, by :func:`ddlsim.atomic.check_output`: a missing
+or unwritable folder, a path that is not a regular file (a device, a FIFO, a directory) or an
+extension the command does not write fails before the job runs, not after it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+from ddlsim.atomic import check_folder, check_output
+from ddlsim.errors import ConfigError
+
+
+def integer(text: str) -> int:
+    """Any integer."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+
+
+def number(text: str) -> float:
+    """Any finite number."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An integer >= ``low``."""
+
+    def parse(text: str) -> int:
+        value = integer(text)
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def positive_number(text: str) -> float:
+    """A finite number > 0."""
+    value = number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
+    return value
+
+
+def output_file(*suffixes: str, stdout: bool = False) -> Callable[[str], str]:
+    """An output file ending in one of ``suffixes`` (``-``: standard output if ``stdout``)."""
+
+    def parse(text: str) -> str:
+        try:
+            check_output(text, suffixes=suffixes, stdout=stdout, what="file")
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    parse.__name__ = "output file"
+    return parse
+
+
+def output_folder(text: str) -> Path:
+    """A folder that exists and takes files, or that can be created (nothing is created)."""
+    try:
+        check_folder(text, "folder")
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return Path(text)
