@@ -49,7 +49,10 @@ def _counted_run(setup) -> int:
 def test_the_estimate_counts_what_the_run_does(model, gpus, kwargs):
     setup = api.prepare(model, gpus, **kwargs)
     plan = plan_from_dag(setup.dag, with_comm=True)
-    est = budget.estimate_detailed(plan, setup.comm, gpus, 5, 1, limit=float("inf"))
+    interferes = api.sim_options().sync.interference_fraction(setup.cluster, setup.comm) > 0
+    est = budget.estimate_detailed(
+        plan, setup.comm, gpus, 5, 1, limit=float("inf"), timeouts_per_segment=1 + interferes
+    )
     flows = steps = 0
     for op in plan.ops:
         for step in setup.comm.schedule(op.nbytes, op.op, op.channel).steps:

@@ -251,11 +251,12 @@ def test_simulated_phases_match_the_spans() -> None:
     pred = ddlsim.predict("resnet50", 16, gpu="v100", gpus_per_node=8, batch=32)
     spans = pred.sim.spans
     sim = simulated_phases(spans, pred.iteration_time_s, len(pred.sim.iteration_times_s))
-    last = max(s.iteration for s in spans)
-    comm = [s for s in spans if s.worker == 0 and s.iteration == last and s.stream != "compute"]
+    comm = [s for s in spans if s.worker == 0 and s.iteration in sim["iterations"]]
     comm = [s for s in comm if s.stream.startswith("comm")]
-    assert sim["n_ops"] == pytest.approx(len(comm))
-    assert sim["nbytes"] == pytest.approx(sum(s.nbytes for s in comm))
+    n_iter = len(sim["iterations"])
+    # buffers fused again at run time make the count vary between iterations: the mean
+    assert sim["n_ops"] == pytest.approx(len(comm) / n_iter)
+    assert sim["nbytes"] == pytest.approx(sum(s.nbytes for s in comm) / n_iter)
     assert 0 < sim["allreduce_s"] < pred.iteration_time_s
 
 

@@ -199,4 +199,3 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(format_report(args.csv, results, summary))
     return 0
-

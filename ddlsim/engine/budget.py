@@ -17,7 +17,8 @@ naming the limit and the fast engine, a run over the budget:
 The per-unit figures were measured on this project's 2-core development machine
 (``benchmarks/bench_budget.py`` checks them against real runs): one worker-iteration costs
 ``segments + 4`` SimPy events, where ``segments`` are the backward points where gradients
-become ready plus the forward points that wait for a pull; a worker holds
+become ready plus the forward points that wait for a pull (twice that where compute overlapping
+communication is extended by interference: a second timeout per segment); a worker holds
 :data:`WORKER_BYTES` plus :data:`WORKER_OP_ITERATION_BYTES` per operation and iteration; a
 traced span :data:`SPAN_BYTES`. Measured rates: SimPy 50,000-240,000 events/s, the executor
 ~12 µs per step and ~190 million flows/s, so a run at the default budget takes at most a few
@@ -76,14 +77,24 @@ class Estimate:
 
 
 def estimate_detailed(
-    plan: Plan, comm: CommModel, n_workers: int, iterations: int, traced: int, *, limit: float
+    plan: Plan,
+    comm: CommModel,
+    n_workers: int,
+    iterations: int,
+    traced: int,
+    *,
+    limit: float,
+    timeouts_per_segment: int = 1,
 ) -> Estimate:
     """Events and memory of ``iterations`` detailed iterations of ``plan`` on ``n_workers``
-    workers (``traced`` of them recording spans). Schedules are counted one operation at a
-    time and the count stops early once it passes ``limit`` events."""
+    workers (``traced`` of them recording spans). A compute segment takes
+    ``timeouts_per_segment`` SimPy timeouts (2 where interference with communication extends
+    it). Schedules are counted one operation at a time and the count stops early once it
+    passes ``limit`` events."""
     ops = plan.ops
     segments = len({op.trigger for op in ops if op.op != "pull"}) + 1
     segments += len({op.fwd_index for op in ops if op.op == "pull"}) + 1
+    segments *= timeouts_per_segment
     per_iteration = n_workers * (segments + EVENTS_PER_WORKER_ITERATION)
     sim_events = iterations * (per_iteration + EVENTS_PER_OP_ITERATION * len(ops))
     spans = traced * (len(plan.fwd_s) + len(plan.bwd_s) + len(ops) + 3) * iterations
@@ -133,10 +144,19 @@ def check_detailed(
     traced: int,
     max_events: float = DEFAULT_MAX_EVENTS,
     available_bytes: float | None = None,
+    timeouts_per_segment: int = 1,
 ) -> Estimate:
     """The estimate, or :class:`ConfigError` (one line) when it is over the budget."""
     limit = check_max_events(max_events)
-    est = estimate_detailed(plan, comm, n_workers, iterations, traced, limit=limit)
+    est = estimate_detailed(
+        plan,
+        comm,
+        n_workers,
+        iterations,
+        traced,
+        limit=limit,
+        timeouts_per_segment=timeouts_per_segment,
+    )
     available = available_memory_bytes() if available_bytes is None else available_bytes
     what = (
         f"the detailed engine at {n_workers:,} GPUs would take "

@@ -144,7 +144,16 @@ def simulate(
     if detailed:  # refuse, before it starts, a run too large to finish or to fit in memory
         iterations = opts.warmup_iterations + opts.measured_iterations
         traced = sum(1 for w in opts.trace_workers if 0 <= w < n_workers)
-        check_detailed(plan, comm, n_workers, iterations, traced, opts.max_events)
+        interferes = sync.interference_fraction(cluster, comm) > 0
+        check_detailed(
+            plan,
+            comm,
+            n_workers,
+            iterations,
+            traced,
+            opts.max_events,
+            timeouts_per_segment=2 if interferes else 1,
+        )
     slowdown = np.ones(n_workers)
     for rank, factor in opts.slowdown.items():
         slowdown[rank] = factor
