@@ -45,6 +45,8 @@ _DEVICE_FIGURES = (
 _DEVICE_KEYS = frozenset({"name", "sources", *_DEVICE_FIGURES})
 #: optional device key: "gpu" (default) or "cpu" (a CPU core as the worker device)
 DEVICE_KINDS = ("gpu", "cpu")
+#: device key required of GPUs (the kernel model's waves of thread blocks), absent for CPUs
+SM_COUNT = "sm_count"
 _BANDWIDTH_KEY = {"intra": "bandwidth_GBps", "host": "bandwidth_GBps", "inter": "bandwidth_Gbps"}
 _LINK_COMMON = ("description", "efficiency", "latency_us", "default_transport")
 _LINK_KEYS = {
@@ -313,10 +315,13 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         check = _Checker(file, f"device {device_id!r}")
         check.identifier(device_id)
         entry = check.obj(raw, None)
-        check.keys(entry, _DEVICE_KEYS, frozenset({"kind"}))
+        check.keys(entry, _DEVICE_KEYS, frozenset({"kind", SM_COUNT}))
         kind = entry.get("kind", DEVICE_KINDS[0])
         if kind not in DEVICE_KINDS:
             raise check.fail("kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
+        if (SM_COUNT in entry) != (kind == "gpu"):
+            raise check.fail(SM_COUNT, "required of a GPU, not allowed for a CPU")
+        sm_count = check.count(entry[SM_COUNT], SM_COUNT) if SM_COUNT in entry else None
         fp32 = check.number(entry["peak_fp32_TFLOPS"], "peak_fp32_TFLOPS")
         fp16 = entry["peak_fp16_TFLOPS"]
         if fp16 is not None:
@@ -346,8 +351,12 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
             memory_bytes=round(check.number(entry["memory_GiB"], "memory_GiB") * GiB),
             host_link=host_link,
             host_cpu_threads=check.count(entry["host_cpu_threads"], "host_cpu_threads"),
-            sources=check.documented({"sources": entry["sources"]}, list(_DEVICE_FIGURES)),
+            sources=check.documented(
+                {"sources": entry["sources"]},
+                [*_DEVICE_FIGURES, *([SM_COUNT] if sm_count else [])],
+            ),
             kind=kind,
+            sm_count=sm_count,
         )
         node_gpus[device_id] = per_node
         default_intra[device_id] = intra
