@@ -123,7 +123,7 @@ def plot_kernels(results: Sequence, path: str | os.PathLike[str], title: str = "
     for i, gpu in enumerate(gpus):
         ax = fig.add_subplot(1, len(gpus), i + 1)
         ax.fill_between(
-            [lo, hi], [lo / 1.3, hi / 1.3], [lo * 1.3, hi * 1.3], color="0.88", label="+-30%"
+            [lo, hi], [lo * 0.7, hi * 0.7], [lo * 1.3, hi * 1.3], color="0.88", label="+-30%"
         )
         ax.plot([lo, hi], [lo, hi], color="0.3", lw=1)
         for j, pass_ in enumerate(PASSES):
