@@ -3,11 +3,14 @@
     python calibration/generate.py            # rewrites calibration/<device>/<model>/*.json
 
 For every catalog GPU, zoo model, batch in BATCHES plus the batch sizes of measured single-GPU
-runs, and precision (fp32; amp where the GPU has a fast fp16 path): a roofline split of the
-step, anchored to the measured single-GPU throughput in traces/measured/runs.csv where the exact
-configuration was measured, else corrected by the median measured/roofline ratio of the same
-device (see ddlsim.workload.anchored). The ``created`` date is fixed per release so that
-regenerating is reproducible (a test regenerates a few files and compares).
+runs, and precision (fp32; amp where the GPU has a fast fp16 path): a split of the step by the
+per-layer model (ddlsim.workload.roofline; convolutions and matrix products by the kernel model
+fitted to the measured cuDNN kernels of traces/measured/kernels/, ddlsim.workload.kernels),
+anchored to the measured single-GPU throughput in traces/measured/runs.csv where the exact
+configuration was measured, else corrected by the median measured/model ratio of the same
+device (see ddlsim.workload.anchored). Every file's provenance names the per-layer model and its
+fit. The ``created`` date is fixed per release so that regenerating is reproducible (a test
+regenerates a few files and compares).
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ddlsim.workload.store import calibration_path  # noqa: E402
 from ddlsim.workload.zoo import MODEL_NAMES, get_model  # noqa: E402
 
 BATCHES = (32, 64, 128)
-CREATED = "2026-11-22"
+CREATED = "2026-11-23"
 RUNS_CSV = ROOT / "traces" / "measured" / "runs.csv"
 
 

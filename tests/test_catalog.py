@@ -521,6 +521,10 @@ DEVICE_CORRUPTIONS = [
     ("p40", "default_gpus_per_node", 0, "'default_gpus_per_node'"),
     ("p40", "peak_fp32_GFLOPS", 12000, "unknown key"),
     ("p40", "sources", {"peak_fp32_TFLOPS": "datasheet"}, "no source"),
+    ("p40", "sm_count", _DELETE, "'sm_count': required of a GPU"),
+    ("p40", "sm_count", 0, "'sm_count': must be a positive integer"),
+    ("m40", "sm_count", 24.0, "'sm_count': must be a positive integer"),
+    ("epyc-zen4-core", "sm_count", 1, "'sm_count': required of a GPU, not allowed for a CPU"),
 ]
 
 
@@ -541,6 +545,24 @@ def test_corrupted_devices_file_is_a_catalog_error(
     with pytest.raises(CatalogError, match=fragment) as err:
         catalog._load_catalog(devices_path=path)
     assert str(path) in str(err.value) and repr(gpu) in str(err.value)
+
+
+def test_a_gpu_s_sm_count_needs_a_source(tmp_path: Path) -> None:
+    doc = _doc("devices.json")
+    del doc["devices"]["titanx-pascal"]["sources"]["sm_count"]
+    with pytest.raises(CatalogError, match="'sm_count': no source"):
+        catalog._load_catalog(devices_path=_write(tmp_path, "devices.json", doc))
+
+
+def test_sm_counts_match_the_published_core_counts() -> None:
+    """SMs x FP32 cores per SM x 2 x boost clock = the catalog's fp32 peak (datasheet cores)."""
+    cores_per_sm = {"k80": 192, "p100-sxm2": 64, "v100-sxm2": 64, "a100": 64, "m40": 128}
+    boost_ghz = {"k80": 0.875, "p100-sxm2": 1.48, "v100-sxm2": 1.53, "a100": 1.41, "m40": 1.114}
+    for gpu, cores in cores_per_sm.items():
+        d = catalog.device(gpu)
+        peak = d.sm_count * cores * 2 * boost_ghz[gpu] * 1e9
+        assert peak == pytest.approx(d.peak_fp32_flops, rel=0.01), gpu
+    assert catalog.device("epyc-zen4-core").sm_count is None
 
 
 def test_other_file_level_corruptions(tmp_path: Path) -> None:

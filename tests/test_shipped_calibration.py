@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddlsim.cluster import catalog
+from ddlsim.workload.kernels import model_document
 from ddlsim.workload.profile import load
 from ddlsim.workload.store import calibration_path, find_profile, shipped_dir
 from ddlsim.workload.workload import Workload
@@ -42,7 +43,14 @@ def test_every_shipped_file_loads_and_matches_its_model():
         prof = load(path)
         Workload.build(get_model(prof.model), prof)
         assert prof.provenance["method"] in ("roofline-anchored", "roofline-corrected")
-        assert prof.sum_layers_s + prof.unattributed_time_s == pytest.approx(prof.step_time_s)
+        fit = prof.provenance["per_layer_model"]["conv_and_fc"]
+        assert fit["fitted_on"]["file"] == "traces/measured/kernels/deepbench_conv_fp32.csv"
+        assert fit["coefficients"] == {
+            k: v["value"] for k, v in model_document()["coefficients"].items()
+        }
+        # layer times are written to 6 significant digits: up to 5e-6 relative each
+        total = prof.sum_layers_s + prof.unattributed_time_s
+        assert total == pytest.approx(prof.step_time_s, rel=5e-6)
 
 
 def test_anchored_files_reproduce_the_measured_throughput_they_cite():

@@ -25,9 +25,10 @@ _DEVICE_FLAG = re.compile(r"^(cpu|gpu)(?::(\d+))?$")
 
 @dataclass(frozen=True)
 class LocalDevice:
-    """A device TensorFlow sees: ``tf_name`` (``/device:GPU:0``), kind, and its reported name."""
+    """A device the framework sees: its name there (TensorFlow ``/device:GPU:0``, PyTorch
+    ``cuda:0``), kind, index and the name it reports."""
 
-    tf_name: str
+    framework_name: str
     kind: str  # "cpu" | "gpu"
     index: int
     reported_name: str
@@ -99,9 +100,12 @@ def resolve_target(
     device: str | None = None,
     catalog_id: str | None = None,
     cuda_build: bool = True,
+    framework: str = "TensorFlow",
+    gpu_install: str = "pip install 'tensorflow[and-cuda]==2.18.1'",
 ) -> Target:
-    """The device to profile among ``devices`` (what TensorFlow sees), from ``--gpu NAME`` or
-    ``--device cpu|gpu:N``; ``catalog_id`` (a catalog GPU) overrides the id recorded."""
+    """The device to profile among ``devices`` (what ``framework`` sees), from ``--gpu NAME``
+    or ``--device cpu|gpu:N``; ``catalog_id`` (a catalog GPU) overrides the id recorded.
+    ``cuda_build`` False (a CPU-only framework build) adds ``gpu_install`` to the error."""
     override = catalog.device(catalog_id).id if catalog_id else None
     if gpu is not None:
         wanted = catalog.device(gpu)
@@ -122,11 +126,10 @@ def resolve_target(
         build = (
             ""
             if cuda_build
-            else " (this TensorFlow is a CPU-only build; a GPU needs "
-            "'pip install tensorflow[and-cuda]==2.18.1')"
+            else f" (this {framework} is a CPU-only build; a GPU needs '{gpu_install}')"
         )
         raise ConfigError(
-            f"no {wanted.id} GPU ({wanted.name}) is visible to TensorFlow{build}; it sees: "
+            f"no {wanted.id} GPU ({wanted.name}) is visible to {framework}{build}; it sees: "
             f"{_seen(devices)}; {instead}"
         )
     kind, index = parse_device_flag(device or "cpu")
@@ -137,7 +140,10 @@ def resolve_target(
             else:
                 cid = catalog_match(d.reported_name) or slug(d.reported_name)
             return Target(d, override or cid, override is not None)
+    build = (
+        "" if cuda_build or kind == "cpu" else f" (a CPU-only build; a GPU needs '{gpu_install}')"
+    )
     raise ConfigError(
-        f"TensorFlow sees no device {kind}:{index}; it sees: {_seen(devices)}; "
+        f"{framework} sees no device {kind}:{index}{build}; it sees: {_seen(devices)}; "
         "run 'ddlsim calibrate --device cpu' to profile the CPU"
     )

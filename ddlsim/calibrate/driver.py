@@ -1,11 +1,12 @@
 """``ddlsim calibrate`` end to end: validate, pick the device, check the output, profile, write.
 
 Order matters for the error policy (one line, exit 2, nothing written): everything that can be
-checked without TensorFlow is checked first (names, batches, flags); then TensorFlow is imported
-(a missing install says what to install) and the target device resolved (a GPU that is not there
-names what TensorFlow does see); then the output directory and every destination file are checked
-(writable; an existing file must be a schema-1 calibration) before the first, long, profiling
-pass. Each file is written atomically when its pass ends, so Ctrl-C leaves only whole files.
+checked without the framework is checked first (names, batches, flags); then the framework --
+TensorFlow, or PyTorch with ``--framework torch`` -- is imported (a missing install says what to
+install) and the target device resolved (a GPU that is not there names what the framework does
+see); then the output directory and every destination file are checked (writable; an existing
+file must be a schema-1 calibration) before the first, long, profiling pass. Each file is
+written atomically when its pass ends, so Ctrl-C leaves only whole files.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from ddlsim.workload.zoo import MODEL_NAMES, get_model
 
 MAX_BATCH = 4096
 MAX_STEPS = 1000
+FRAMEWORKS = ("tensorflow", "torch")
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,13 @@ class Request:
     from_log: Path | None = None
     transfer_to: tuple[str, ...] = ()
     calibration: Path | None = None
+    framework: str = "tensorflow"
 
 
 def validate(req: Request) -> None:
-    """Every check that needs no TensorFlow; ConfigError / UnknownNameError name the value."""
+    """Every check that needs no framework; ConfigError / UnknownNameError name the value."""
+    if req.framework not in FRAMEWORKS:
+        raise ConfigError(f"unknown --framework {req.framework!r}; valid: {', '.join(FRAMEWORKS)}")
     for name in req.models:
         get_model(name)
     for b in req.batches:
@@ -109,8 +114,22 @@ def validate(req: Request) -> None:
 
 
 def _target(req: Request) -> Target:
-    from ddlsim.calibrate import tf_env
     from ddlsim.calibrate.devices import resolve_target
+
+    if req.framework == "torch":
+        from ddlsim.calibrate import torch_env
+
+        torch = torch_env.import_torch()
+        return resolve_target(
+            torch_env.list_devices(torch),
+            gpu=req.gpu,
+            device=req.device,
+            catalog_id=req.catalog_id,
+            cuda_build=bool(torch_env.build_info(torch)["cuda_build"]),
+            framework="PyTorch",
+            gpu_install=torch_env.GPU_INSTALL,
+        )
+    from ddlsim.calibrate import tf_env
 
     tf = tf_env.import_tensorflow()
     devices = tf_env.list_devices(tf)
@@ -118,6 +137,15 @@ def _target(req: Request) -> Target:
     return resolve_target(
         devices, gpu=req.gpu, device=req.device, catalog_id=req.catalog_id, cuda_build=cuda
     )
+
+
+def _profile_pass(req: Request):
+    """The profiling pass of the requested framework (PyTorch's module imported only now)."""
+    if req.framework == "torch":
+        from ddlsim.calibrate.torch_run import profile_pass as torch_pass
+
+        return torch_pass
+    return profile_pass
 
 
 def _check_precision(target: Target, precision: str) -> None:
@@ -205,11 +233,12 @@ def execute(req: Request, out: TextIO | None = None, err: TextIO | None = None) 
         for m, b, _ in jobs
     ]
     progress = Progress(weights, err)
+    pass_fn = _profile_pass(req)
     rows: list[SummaryRow] = []
     try:
         for model, batch, precision in jobs:
             progress.show(f"{model} b{batch} {precision}")
-            result = profile_pass(
+            result = pass_fn(
                 model, batch, precision, target, steps=req.steps, warmup_steps=req.warmup_steps
             )
             for warning in result.warnings:

@@ -3,7 +3,7 @@
 :class:`KerasNetBuilder` is a :class:`~ddlsim.workload.zoo.builder.NetBuilder` that, besides
 recording each zoo :class:`~ddlsim.workload.layers.Layer`, creates the matching Keras layer
 (:mod:`ddlsim.calibrate.keras_layers`) and a step of a small program (which activations go in,
-which comes out). :func:`ddlsim.calibrate.keras_models.run_definition` runs a zoo definition
+which comes out). :func:`ddlsim.calibrate.definitions.run_definition` runs a zoo definition
 (``resnet.resnet50`` ...) with this builder in place of ``NetBuilder``, so the Keras graph has
 exactly the zoo's layers, branches and variables; no weights are downloaded. This module imports
 TensorFlow and Keras.
@@ -11,12 +11,12 @@ TensorFlow and Keras.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ddlsim.calibrate import keras_layers as kl
+from ddlsim.calibrate.definitions import bound_args as _bound
 from ddlsim.calibrate.keras_layers import keras
 from ddlsim.workload.zoo.builder import Activation, NetBuilder
 
@@ -34,13 +34,6 @@ class Step:
     layer: int
     input_shapes: tuple[tuple[int, ...], ...]
     with_labels: bool = False
-
-
-def _bound(method: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
-    """Every argument of a NetBuilder method call, defaults included."""
-    bound = inspect.signature(method).bind(None, *args, **kwargs)
-    bound.apply_defaults()
-    return dict(bound.arguments)
 
 
 class KerasNetBuilder(NetBuilder):

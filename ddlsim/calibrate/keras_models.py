@@ -15,54 +15,15 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
-from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
+from ddlsim.calibrate.definitions import GradientTensor, run_definition
 from ddlsim.calibrate.keras_builder import KerasNetBuilder, Step
 from ddlsim.calibrate.keras_layers import keras, tf
-from ddlsim.errors import UnknownNameError
 from ddlsim.workload.layers import ModelSpec
-from ddlsim.workload.zoo import (
-    MODEL_NAMES,
-    alexnet,
-    googlenet,
-    inception3,
-    inception4,
-    mobilenet,
-    resnet,
-    vgg,
-)
 
 PRECISION_POLICIES = {"fp32": "float32", "amp": "mixed_float16"}
 MASTER_WEIGHT_BYTES = 4  # variables (and so gradients) stay fp32 under mixed precision
-# zoo model name -> (module whose NetBuilder is swapped, definition function in it)
-DEFINITIONS: dict[str, tuple[ModuleType, str]] = {
-    "alexnet": (alexnet, "build"),
-    "googlenet": (googlenet, "build"),
-    "inception3": (inception3, "build"),
-    "inception4": (inception4, "build"),
-    "resnet50": (resnet, "resnet50"),
-    "resnet50_v1.5": (resnet, "resnet50_v1_5"),
-    "resnet50_v2": (resnet, "resnet50_v2"),
-    "resnet101": (resnet, "resnet101"),
-    "resnet101_v2": (resnet, "resnet101_v2"),
-    "resnet152": (resnet, "resnet152"),
-    "vgg16": (vgg, "build"),
-    "mobilenet": (mobilenet, "build"),
-}
-_SWAP_LOCK = threading.Lock()
-
-
-@dataclass(frozen=True)
-class GradientTensor:
-    """One trainable variable of a Keras zoo model and the zoo layer that owns it."""
-
-    name: str
-    shape: tuple[int, ...]
-    nbytes: int
-    layer: str
 
 
 class _ScopeStack:
@@ -155,37 +116,13 @@ class ZooKerasModel(keras.Model):
         ]
 
 
-def run_definition(name: str, **options: Any) -> tuple[ModelSpec, KerasNetBuilder]:
-    """Run the zoo definition of ``name`` with a :class:`KerasNetBuilder` (``options`` go to its
-    constructor); return the spec it records and the builder."""
-    if name not in DEFINITIONS:
-        raise UnknownNameError("model", name, MODEL_NAMES)
-    module, func = DEFINITIONS[name]
-    made: list[KerasNetBuilder] = []
-
-    def factory(*args: Any, **kwargs: Any) -> KerasNetBuilder:
-        made.append(KerasNetBuilder(*args, **kwargs, **options))
-        return made[-1]
-
-    with _SWAP_LOCK:
-        original = module.NetBuilder
-        module.NetBuilder = factory
-        try:
-            spec = getattr(module, func)()
-        finally:
-            module.NetBuilder = original
-    if len(made) != 1:
-        raise RuntimeError(f"zoo definition of {name} made {len(made)} builders, expected 1")
-    return spec, made[0]
-
-
 def build_keras_model(
     name: str, precision: str = "fp32", initializer: str = "glorot_uniform"
 ) -> ZooKerasModel:
     """The Keras model of zoo model ``name``, variables created (``initializer`` for kernels and
     weights; ``"zeros"`` is quickest when only shapes matter)."""
     spec, builder = run_definition(
-        name, dtype=PRECISION_POLICIES[precision], initializer=initializer
+        name, KerasNetBuilder, dtype=PRECISION_POLICIES[precision], initializer=initializer
     )
     model = ZooKerasModel(spec, tuple(builder.steps), builder.keras_layers, name=f"ddlsim_{name}")
     model.build_variables()

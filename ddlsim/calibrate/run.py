@@ -101,7 +101,7 @@ def profile_pass(
 
     t0 = time.perf_counter()
     spec = get_model(model_name)
-    with tf.device(target.device.tf_name):
+    with tf.device(target.device.framework_name):
         model = build_keras_model(model_name, precision)
         grad_bytes = _check_gradients(model, model_name)
         images = tf.random.uniform((batch, *spec.input_shape), dtype=tf.float32)
@@ -126,17 +126,11 @@ def profile_pass(
                         step().numpy()
             finally:
                 tf.profiler.experimental.stop()
-            windows, events = read_trace(logdir, target.device.tf_name)
+            windows, events = read_trace(logdir, target.device.framework_name)
     att = attribute(windows, events, [la.name for la in spec.layers], model.name)
-    layers = tuple(
-        LayerTiming(la.name, att.fwd_s[la.name], att.bwd_s[la.name], grad_bytes[la.name])
-        for la in spec.layers
-    )
-    untraced_s = statistics.median(untraced)
-    step_s = att.step_time_s
-    provenance = {
+    head = {
         "method": METHOD,
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": now_utc(),
         "host": socket.gethostname(),
         "tensorflow": tf.__version__,
         "keras": keras.__version__,
@@ -144,27 +138,73 @@ def profile_pass(
         "data": "synthetic",
         "optimizer": f"momentum SGD (momentum {MOMENTUM})"
         + (", dynamic loss scaling" if precision == "amp" else ""),
-        "warmup_steps": max(1, warmup_steps),
-        "traced_steps": steps,
+    }
+    device_info = {
+        "reported_name": target.device.reported_name,
+        "tf_device": target.device.framework_name,
+        "kind": target.device.kind,
+        **{k: _plain(v) for k, v in target.device.details.items() if k != "device_name"},
+        **tf_env.build_info(tf),
+    }
+    extra = {"inter_op_threads": tf_env.inter_op_threads(tf)}
+    measured = Measured(att, grad_bytes, statistics.median(untraced), steps, warmup_steps)
+    profile = attributed_profile(spec, batch, precision, target, measured, head, extra, device_info)
+    return PassResult(profile, att, time.perf_counter() - t0, _warnings(profile))
+
+
+def now_utc() -> str:
+    """The current time, UTC, to the second (a pass's ``created``)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What a profiling pass measured: the attribution, gradient bytes per layer, the median
+    untraced step and the step counts."""
+
+    attribution: Attribution
+    grad_bytes: dict[str, int]
+    untraced_step_s: float
+    steps: int
+    warmup_steps: int
+
+
+def attributed_profile(
+    spec: Any,
+    batch: int,
+    precision: str,
+    target: Target,
+    measured: Measured,
+    head: dict[str, Any],
+    extra: dict[str, Any],
+    device_info: dict[str, Any],
+) -> ModelProfile:
+    """The calibration of a profiled pass (either framework): per-layer rows from the
+    attribution, the traced step as ``step_time_s``, and the provenance ``head`` (method,
+    framework, versions), the pass's figures, then ``extra``."""
+    att = measured.attribution
+    layers = tuple(
+        LayerTiming(la.name, att.fwd_s[la.name], att.bwd_s[la.name], measured.grad_bytes[la.name])
+        for la in spec.layers
+    )
+    step_s = att.step_time_s
+    provenance = {
+        **head,
+        "warmup_steps": max(1, measured.warmup_steps),
+        "traced_steps": measured.steps,
         "traced_step_times_s": [round(s, 6) for s in att.step_times_s],
-        "untraced_step_time_s": round(untraced_s, 6),
-        "profiler_overhead": round(step_s / untraced_s - 1, 4),
+        "untraced_step_time_s": round(measured.untraced_step_s, 6),
+        "profiler_overhead": round(step_s / measured.untraced_step_s - 1, 4),
+        "sum_layers_over_step": round(att.sum_layers_s / step_s, 4),
         "accounted_over_step": round((att.sum_layers_s + att.unattributed_s) / step_s, 4),
-        "inter_op_threads": tf_env.inter_op_threads(tf),
+        **extra,
         "op_events": att.n_events,
         "top_unattributed_s": {k: round(v, 6) for k, v in att.top_unattributed},
     }
     if target.catalog_id_overridden:
         provenance["catalog_id_override"] = target.catalog_id
-    device_info = {
-        "reported_name": target.device.reported_name,
-        "tf_device": target.device.tf_name,
-        "kind": target.device.kind,
-        **{k: _plain(v) for k, v in target.device.details.items() if k != "device_name"},
-        **tf_env.build_info(tf),
-    }
-    profile = ModelProfile(
-        model=model_name,
+    return ModelProfile(
+        model=spec.name,
         device=target.catalog_id,
         batch_per_gpu=batch,
         precision=precision,
@@ -174,7 +214,6 @@ def profile_pass(
         provenance=provenance,
         device_info=device_info,
     )
-    return PassResult(profile, att, time.perf_counter() - t0, _warnings(profile))
 
 
 def _plain(value: Any) -> Any:

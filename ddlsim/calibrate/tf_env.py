@@ -82,9 +82,16 @@ def build_info(tf: ModuleType) -> dict[str, Any]:
     for key in ("cuda_version", "cudnn_version"):
         if info.get(key):
             out[key] = str(info[key])
+    driver = nvidia_driver()
+    if driver:
+        out["nvidia_driver"] = driver
+    return out
+
+
+def nvidia_driver() -> str | None:
+    """The NVIDIA kernel driver's version line, where one is loaded."""
     try:
         first = Path("/proc/driver/nvidia/version").read_text().splitlines()[0]
-        out["nvidia_driver"] = " ".join(first.split())
     except (OSError, IndexError):
-        pass
-    return out
+        return None
+    return " ".join(first.split())

@@ -1,10 +1,11 @@
-"""``ddlsim calibrate``: a TensorFlow profiling pass that writes calibration files.
+"""``ddlsim calibrate``: a TensorFlow (or PyTorch) profiling pass that writes calibration files.
 
 Profiles zoo models on the local GPU (``--gpu NAME``: it must be that catalog GPU) or device
-(``--device cpu|gpu:N``) with the TensorFlow profiler and writes one calibration file per
-(model, batch, precision) into the user calibration directory, which ``ddlsim predict`` searches
-before the shipped files. TensorFlow (the ``calibrate`` extra) is imported only when
-this command runs. See :mod:`ddlsim.calibrate`.
+(``--device cpu|gpu:N``) with the TensorFlow profiler, or with ``torch.profiler`` under
+``--framework torch``, and writes one calibration file per (model, batch, precision) into the
+user calibration directory, which ``ddlsim predict`` searches before the shipped files.
+TensorFlow (``pip install 'ddlsim[calibrate]'``) or PyTorch (``pip install 'ddlsim[torch]'``) is
+imported only when this command runs. See :mod:`ddlsim.calibrate`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ _EPILOG = """\
 examples:
   ddlsim calibrate --gpu p100                    every zoo model, batches 32 64 128, fp32
   ddlsim calibrate --device cpu --model resnet50 --batch 16
+  ddlsim calibrate --framework torch --gpu h100 --model resnet50 --precision amp
   ddlsim calibrate --gpu v100 --model resnet50 --batch 64 --from-log tf_cnn_benchmarks.log
   ddlsim calibrate --calibration FILE --transfer-to v100 --transfer-to a100
 
@@ -39,14 +41,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``calibrate`` sub-command."""
     p = sub.add_parser(
         "calibrate",
-        help="profile zoo models with TensorFlow and write calibration files",
-        description="Profile zoo models with the TensorFlow profiler on a local GPU or the CPU "
-        "and write per-layer calibration files that 'ddlsim predict' uses.",
+        help="profile zoo models (TensorFlow or PyTorch) and write calibration files",
+        description="Profile zoo models with the TensorFlow profiler (or torch.profiler) on a "
+        "local GPU or the CPU and write per-layer calibration files that 'ddlsim predict' uses.",
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument(
+        "--framework",
+        choices=("tensorflow", "torch"),
+        default="tensorflow",
+        help="profiling backend: tensorflow (default; the calibrate extra) or torch "
+        "(torch.profiler; the torch extra)",
+    )
     p.add_argument("--gpu", help="catalog GPU to profile (e.g. p100, k80, v100); must be present")
-    p.add_argument("--device", help="TensorFlow device to profile: cpu or gpu:N")
+    p.add_argument(
+        "--device", help="device to profile: cpu or gpu:N (as the framework numbers them)"
+    )
     p.add_argument(
         "--model",
         action="append",
@@ -145,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         from_log=args.from_log,
         transfer_to=tuple(args.transfer_to),
         calibration=args.calibration,
+        framework=args.framework,
     )
     execute(request)
     return 0

@@ -28,7 +28,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every sub-command registered."""
-    from ddlsim.cli import calibrate, plot, predict, sweep, timeline, traces, validate
+    from ddlsim.cli import calibrate, kernels, plot, predict, sweep, timeline, traces, validate
 
     parser = _Parser(
         prog="ddlsim",
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     timeline.register(sub)
     plot.register(sub)
     sweep.register(sub)
+    kernels.register(sub)
     return parser
 
 

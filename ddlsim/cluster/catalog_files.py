@@ -45,8 +45,10 @@ _DEVICE_FIGURES = (
 _DEVICE_KEYS = frozenset({"name", "sources", *_DEVICE_FIGURES})
 #: optional device key: "gpu" (default) or "cpu" (a CPU core as the worker device)
 DEVICE_KINDS = ("gpu", "cpu")
-#: keys every GPU (not a CPU worker) must have: its architecture and streaming multiprocessors
-_GPU_FIGURES = ("arch", "sm_count")
+#: device key required of GPUs (the kernel model's waves of thread blocks), absent for CPUs
+SM_COUNT = "sm_count"
+#: device key required of GPUs (NCCL's protocols and caps depend on it), absent for CPUs
+ARCH = "arch"
 GPU_ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
 #: NCCL's latency classes of an intra-node hop (rows of its tuning tables)
 NCCL_HOPS = ("nvlink", "pcie")
@@ -335,15 +337,15 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         check = _Checker(file, f"device {device_id!r}")
         check.identifier(device_id)
         entry = check.obj(raw, None)
+        check.keys(entry, _DEVICE_KEYS, frozenset({"kind", SM_COUNT, ARCH}))
         kind = entry.get("kind", DEVICE_KINDS[0])
         if kind not in DEVICE_KINDS:
             raise check.fail("kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
-        gpu_keys = frozenset(_GPU_FIGURES) if kind == "gpu" else frozenset()
-        check.keys(entry, _DEVICE_KEYS | gpu_keys, frozenset({"kind"}))
-        arch, sm_count = "cpu", 0
-        if kind == "gpu":
-            arch = check.choice(entry, "arch", GPU_ARCHS)
-            sm_count = check.count(entry["sm_count"], "sm_count")
+        for key in (SM_COUNT, ARCH):
+            if (key in entry) != (kind == "gpu"):
+                raise check.fail(key, "required of a GPU, not allowed for a CPU")
+        sm_count = check.count(entry[SM_COUNT], SM_COUNT) if SM_COUNT in entry else None
+        arch = check.choice(entry, ARCH, GPU_ARCHS) if ARCH in entry else "cpu"
         fp32 = check.number(entry["peak_fp32_TFLOPS"], "peak_fp32_TFLOPS")
         fp16 = entry["peak_fp16_TFLOPS"]
         if fp16 is not None:
@@ -374,7 +376,8 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
             host_link=host_link,
             host_cpu_threads=check.count(entry["host_cpu_threads"], "host_cpu_threads"),
             sources=check.documented(
-                {"sources": entry["sources"]}, [*_DEVICE_FIGURES, *sorted(gpu_keys)]
+                {"sources": entry["sources"]},
+                [*_DEVICE_FIGURES, *([SM_COUNT, ARCH] if sm_count else [])],
             ),
             kind=kind,
             arch=arch,

@@ -19,6 +19,8 @@ class DeviceSpec:
     cores where present); ``None`` where the device has no fast fp16 path (K80, P40), in which case
     ``--precision amp`` is refused. ``kind`` is ``gpu``, or ``cpu`` for a CPU core used as a
     worker (its tensors live in host memory: no device<->host copies, sums on the core).
+    ``sm_count`` is a GPU's number of streaming multiprocessors (the per-layer kernel model
+    schedules thread blocks on them in waves: :mod:`ddlsim.workload.kernels`); ``None`` for a CPU.
     """
 
     id: str
@@ -31,8 +33,8 @@ class DeviceSpec:
     host_cpu_threads: int = 0  # hardware threads of the reference server's CPUs (0: unknown)
     sources: dict[str, str] = field(default_factory=dict, compare=False)
     kind: str = "gpu"  # "gpu" | "cpu" (a CPU core as the worker device)
+    sm_count: int | None = None  # streaming multiprocessors (GPUs); NCCL's CTAs occupy some
     arch: str = "pascal"  # GPU architecture generation (NCCL protocols, caps); "cpu" for CPUs
-    sm_count: int = 0  # streaming multiprocessors (0: not a GPU); NCCL's CTAs occupy some
 
     @property
     def volta_or_later(self) -> bool:

@@ -78,7 +78,7 @@ class SyncTerms:
 
     def interference_fraction(self, cluster: Cluster, comm: CommModel) -> float:
         """Fraction of each GPU the method's communication kernels hold while they run."""
-        sms = cluster.device.sm_count
+        sms = cluster.device.sm_count or 0
         if not self.interference or sms <= 0 or cluster.n_gpus == 1:
             return 0.0
         return min(0.5, comm.sm_blocks() / sms)

@@ -10,6 +10,11 @@ derives, from measured single-GPU runs, how far the roofline's absolute level is
 - ``roofline-corrected``: no such run; the roofline step time is multiplied by the median
   measured/roofline ratio of the anchored runs on the same device and precision (else on the
   same device, else all devices), and the provenance lists the runs it came from.
+
+"Roofline" here is the whole per-layer model of :mod:`ddlsim.workload.roofline`: its
+convolutions and matrix products are timed by the kernel model fitted to measured cuDNN kernels
+(:mod:`ddlsim.workload.kernels`), which every file's provenance names (``per_layer_model``:
+the model, the kernel file and GPU it was fitted on, its coefficients).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from pathlib import Path
 
 from ddlsim import __version__
 from ddlsim.cluster.specs import DeviceSpec
+from ddlsim.workload import kernels
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import LayerTiming, ModelProfile
 from ddlsim.workload.roofline import model_times_s
@@ -136,7 +142,15 @@ def anchored_profile(
     """The shipped calibration for one configuration (see the module docstring)."""
     base = roofline_profile(model, device, batch, precision)
     created = created or _dt.date.today().isoformat()
-    common = {"created": created, "ddlsim_version": __version__, "schema_note": "roofline split"}
+    common = {
+        "created": created,
+        "ddlsim_version": __version__,
+        "schema_note": "roofline split",
+        "per_layer_model": {
+            "conv_and_fc": kernels.provenance(),
+            "other_layers": "roofline: FLOPs and bytes against the catalog's peaks",
+        },
+    }
     group = _matching(anchors, model.name, device.id, batch, precision)
     if group:
         ips = statistics.median(a.images_per_sec for a in group)

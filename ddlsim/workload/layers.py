@@ -57,7 +57,9 @@ class Layer:
 
     Attributes are per sample: ``fwd_flops`` (FLOP), ``bwd_flops`` (FLOP: gradients with respect
     to the input and to the weights), ``input_elems`` / ``output_elems`` (activation elements read
-    and written by the forward pass).
+    and written by the forward pass). ``input_shape`` is the per-sample input ``(H, W, C)`` (or
+    ``(N,)``) and ``stride`` the spatial stride, recorded for the layers whose kernels the
+    per-layer model times by shape (convolutions).
     """
 
     name: str
@@ -68,6 +70,8 @@ class Layer:
     input_elems: int
     output_elems: int
     output_shape: tuple[int, ...] = ()
+    input_shape: tuple[int, ...] = ()
+    stride: int = 1
 
     @property
     def n_params(self) -> int:

@@ -1,15 +1,19 @@
-"""Roofline estimate of per-layer compute time on a device.
+"""The per-layer compute model: time of each layer's forward and backward pass on a device.
 
-Each layer's forward and backward pass is costed as
+On a GPU, a convolution's or fully connected layer's matrix products are timed by the kernel
+model fitted to measured cuDNN convolutions (:mod:`ddlsim.workload.kernels`: tiles in waves over
+the SMs, split-K, Winograd, col2im; forward, data-gradient -- skipped for a layer fed by the
+image -- and weight-gradient passes), plus memory-bound passes of their bias / batch norm /
+ReLU kernels. Every other layer (pooling, LRN, residual adds, depthwise convolutions, loss) and
+every layer of a device without an SM count (a CPU worker) is costed as
 ``max(FLOP / (peak · compute_efficiency), bytes / (memory_bandwidth · memory_efficiency))``
-plus a fixed per-kernel launch overhead. This is used for two things only: to *split* a measured
-single-GPU step time across layers (shipped calibrations are anchored to a measured throughput,
-so the roofline's absolute level cancels), and to *transfer* a calibration to another batch size
-or device by per-layer ratios. It is never presented as a measurement.
+plus a fixed per-kernel launch overhead.
 
-The efficiencies are round figures for cuDNN-era kernels (implicit-GEMM convolution reaches
-about half of peak in fp32; tensor cores about a third of their fp16 peak for CNN shapes); the
-anchor absorbs their absolute error, the per-layer split and batch trend keep the shape.
+This is used to *split* a measured single-GPU step time across layers (shipped calibrations are
+anchored to a measured throughput where one exists), to *correct* unanchored ones, and to
+*transfer* a calibration to another batch size or device by per-layer ratios. It is never
+presented as a measurement. The efficiencies of the non-matmul layers are round figures; the
+matmul ones are fitted (``ddlsim kernels`` shows the fit against measured kernels).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 
 from ddlsim.cluster.specs import DeviceSpec
 from ddlsim.errors import ConfigError
+from ddlsim.workload.kernels import ConvShape, conv_pass_s, dense_pass_s
 from ddlsim.workload.layers import Layer, LayerKind, ModelSpec
 
 _MATMUL_KINDS = (LayerKind.CONV, LayerKind.FC)
@@ -25,7 +30,9 @@ _MATMUL_KINDS = (LayerKind.CONV, LayerKind.FC)
 
 @dataclass(frozen=True)
 class RooflineParams:
-    """Achieved fractions of peak, and the per-kernel fixed cost (seconds)."""
+    """Achieved fractions of peak, and the per-kernel fixed cost (seconds). The ``matmul_*``,
+    Winograd and FFT figures apply only where the kernel model does not (devices without an SM
+    count, depthwise convolutions)."""
 
     matmul_efficiency_fp32: float = 0.55
     matmul_efficiency_fp16: float = 0.33
@@ -99,6 +106,43 @@ def _elementwise_passes(layer: Layer) -> tuple[int, int]:
     return fwd, 2 * fwd
 
 
+def conv_shape(layer: Layer, batch: int) -> ConvShape:
+    """The cuDNN description of a convolution layer for ``batch`` samples: TensorFlow's SAME
+    padding as a symmetric pad that gives the same output size (VALID: none)."""
+    kh, kw, cin, cout = layer.tensors[0].shape
+    h, w, _ = layer.input_shape
+    ho, wo, _ = layer.output_shape
+    s = layer.stride
+    pad_h = (max((ho - 1) * s + kh - h, 0) + 1) // 2
+    pad_w = (max((wo - 1) * s + kw - w, 0) + 1) // 2
+    return ConvShape(batch, h, w, cin, cout, kh, kw, pad_h, pad_w, s, s)
+
+
+def _input_grad(layer: Layer, mm: float) -> bool:
+    """Whether the backward pass computes the gradient of the layer's input (not for a layer
+    fed by the image: the zoo then charges the matmul once in ``bwd_flops``)."""
+    return layer.bwd_flops - (layer.fwd_flops - mm) > 1.5 * mm
+
+
+def _kernel_matmul_s(layer: Layer, device: DeviceSpec, batch: int, precision: str):
+    """(forward, backward) seconds of a conv / FC layer's matrix products by the kernel model,
+    or None where the kernel model does not apply (no SM count, depthwise, no geometry)."""
+    if device.sm_count is None or layer.kind not in _MATMUL_KINDS:
+        return None
+    mm = matmul_flops(layer)
+    passes = ("bwd_data", "bwd_filter") if _input_grad(layer, mm) else ("bwd_filter",)
+    if layer.kind is LayerKind.FC:
+        n_in, n_out = layer.tensors[0].shape
+        fwd = dense_pass_s(batch, n_in, n_out, "fwd", device, precision)
+        bwd = sum(dense_pass_s(batch, n_in, n_out, p, device, precision) for p in passes)
+        return fwd, bwd
+    if len(layer.input_shape) != 3 or len(layer.tensors[0].shape) != 4:
+        return None
+    shape = conv_shape(layer, batch)
+    fwd = conv_pass_s(shape, "fwd", device, precision)
+    return fwd, sum(conv_pass_s(shape, p, device, precision) for p in passes)
+
+
 def layer_time_s(
     layer: Layer,
     device: DeviceSpec,
@@ -108,9 +152,10 @@ def layer_time_s(
 ) -> tuple[float, float]:
     """Forward and backward seconds of ``layer`` for ``batch`` samples on ``device``.
 
-    Weighted layers: the matmul part is costed on the compute roof (with cuDNN's fast-algorithm
-    savings) or the memory roof, whichever binds, plus memory-bound passes of their bias / batch
-    norm / activation kernels. Other layers: one roofline over their own FLOPs and bytes.
+    Weighted layers: the matmul part by the kernel model on a GPU (else on the compute roof with
+    cuDNN's fast-algorithm savings, or the memory roof, whichever binds), plus memory-bound
+    passes of their bias / batch norm / activation kernels. Other layers: one roofline over
+    their own FLOPs and bytes.
     """
     act_bytes = 2 if precision == "amp" else 4
     bytes_per_s = device.mem_bandwidth_Bps * params.memory_efficiency
@@ -120,14 +165,23 @@ def layer_time_s(
     io_bwd = batch * (layer.output_elems + 2 * layer.input_elems) * act_bytes + 2 * weight_bytes
     mm = matmul_flops(layer)
     if mm > 0:
+        pf, pb = _elementwise_passes(layer)
+        out_bytes = batch * layer.output_elems * act_bytes
+        epilogue_fwd, epilogue_bwd = pf * out_bytes / bytes_per_s, pb * out_bytes / bytes_per_s
+        kernel = _kernel_matmul_s(layer, device, batch, precision)
+        if kernel is not None:  # the conv / matmul call's fixed cost is in the kernel model
+            fwd_mm_s, bwd_mm_s = kernel
+            epilogue_kernels_s = overhead_s - params.kernel_overhead_s
+            return (
+                fwd_mm_s + epilogue_fwd + epilogue_kernels_s,
+                bwd_mm_s + epilogue_bwd + 2 * epilogue_kernels_s,
+            )
         eff = params.matmul_efficiency_fp16 if precision == "amp" else params.matmul_efficiency_fp32
         rate = peak_flops(device, precision, layer.kind) * eff
         rate *= algorithm_speedup(layer, precision, params)
         bwd_mm = max(layer.bwd_flops - (layer.fwd_flops - mm), 0.0)
-        pf, pb = _elementwise_passes(layer)
-        out_bytes = batch * layer.output_elems * act_bytes
-        fwd_s = max(batch * mm / rate, io_fwd / bytes_per_s) + pf * out_bytes / bytes_per_s
-        bwd_s = max(batch * bwd_mm / rate, io_bwd / bytes_per_s) + pb * out_bytes / bytes_per_s
+        fwd_s = max(batch * mm / rate, io_fwd / bytes_per_s) + epilogue_fwd
+        bwd_s = max(batch * bwd_mm / rate, io_bwd / bytes_per_s) + epilogue_bwd
     else:
         rate = peak_flops(device, precision, layer.kind) * params.other_compute_efficiency
         fwd_s = max(batch * layer.fwd_flops / rate, io_fwd / bytes_per_s)

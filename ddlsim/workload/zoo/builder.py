@@ -81,6 +81,7 @@ class NetBuilder(BuilderCore):
         macs: int,
         out_shape: tuple[int, ...],
         epilogue: tuple[list[GradTensor], int],
+        stride: int = 1,
     ) -> Activation:
         extra, epi_flops = epilogue
         matmul_flops = 2 * macs
@@ -94,6 +95,8 @@ class NetBuilder(BuilderCore):
             self.top.elems,
             out_shape,
             needs_grad=True,
+            stride=stride,
+            input_shape=self.top.shape,
         )
 
     def conv(
@@ -129,7 +132,8 @@ class NetBuilder(BuilderCore):
         kernel = GradTensor(f"{path}/conv2d/kernel", (k_h, k_w, c_in, out_ch))
         epi = self._epilogue(path, out_ch, out_elems, bias is not False, bn, scale, activation)
         macs = k_h * k_w * c_in * out_elems
-        return self._weighted(LayerKind.CONV, path, kernel, macs, (h_out, w_out, out_ch), epi)
+        shape = (h_out, w_out, out_ch)
+        return self._weighted(LayerKind.CONV, path, kernel, macs, shape, epi, stride)
 
     def depthwise_conv(
         self,
@@ -159,7 +163,7 @@ class NetBuilder(BuilderCore):
         epi = self._epilogue(path, out_ch, out_elems, bias is not False, bn, scale, activation)
         macs = k_h * k_w * out_elems
         return self._weighted(
-            LayerKind.DEPTHWISE_CONV, path, kernel, macs, (h_out, w_out, out_ch), epi
+            LayerKind.DEPTHWISE_CONV, path, kernel, macs, (h_out, w_out, out_ch), epi, stride
         )
 
     def fc(self, out_units: int, activation: str | None = "relu") -> Activation:

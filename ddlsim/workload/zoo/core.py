@@ -113,13 +113,24 @@ class BuilderCore:
         input_elems: int,
         out_shape: tuple[int, ...],
         needs_grad: bool,
+        stride: int = 1,
+        input_shape: tuple[int, ...] = (),
     ) -> Activation:
         if path in self._names:
             raise ValueError(f"duplicate layer name {path!r}")
         self._names.add(path)
         out = Activation(out_shape, needs_grad)
         layer = Layer(
-            path, kind, tuple(tensors), fwd_flops, bwd_flops, input_elems, out.elems, out_shape
+            path,
+            kind,
+            tuple(tensors),
+            fwd_flops,
+            bwd_flops,
+            input_elems,
+            out.elems,
+            out_shape,
+            input_shape,
+            stride,
         )
         self._layers.append(layer)
         self.top = out

@@ -1,0 +1,152 @@
+"""``ddlsim kernels FILE.csv``: the per-layer kernel model against measured convolution kernels.
+
+Predicts the forward, data-gradient and weight-gradient time of every row of a kernel file
+(``traces/measured/kernels/``) with the model that builds calibrations
+(:mod:`ddlsim.workload.kernels`) and reports measured vs predicted per pass, then MAPE, median
+and 90th percentile of the errors per GPU and pass (all shapes, and the vision shapes). See
+:mod:`ddlsim.workload.kernel_check` for the file format and what is skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+from ddlsim.errors import ConfigError
+
+_EPILOG = """\
+columns: gpu,in_w,in_h,in_c,batch,out_k,filter_h,filter_w,pad_h,pad_w,stride_h,stride_w,
+fwd_ms,bwd_data_ms,bwd_filter_ms (others are ignored). gpu is a catalog GPU name or alias
+(p100 = p100-sxm2). A row with an unknown GPU or a bad size, and a pass with an empty or bad
+time, is skipped with its reason. vision shapes = square inputs (image CNN layers).
+
+examples:
+  ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv
+  ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv --gpu m40 --json
+  ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv --plot kernels.png
+"""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``kernels`` sub-command."""
+    p = sub.add_parser(
+        "kernels",
+        help="check the per-layer kernel model against measured convolution kernel times",
+        description="Predict each row of a measured-kernels CSV (cuDNN convolutions: forward,\n"
+        "backward-data, backward-filter) with ddlsim's per-layer model and report the errors.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("csv", metavar="FILE.csv", help="measured kernels (traces/measured/kernels/)")
+    p.add_argument("--gpu", default=None, metavar="NAME", help="only the rows of this GPU")
+    p.add_argument("--json", action="store_true", help="print one JSON object: rows, summary")
+    p.add_argument("--plot", metavar="FILE.png", default=None, help="write a figure (matplotlib)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``ddlsim kernels``."""
+    from ddlsim.cluster import catalog
+    from ddlsim.workload import kernels
+    from ddlsim.workload.kernel_check import (
+        format_report,
+        predict_rows,
+        read_kernel_csv,
+        summarise,
+    )
+
+    wanted = catalog.device(args.gpu).id if args.gpu is not None else None
+    if args.plot:
+        from ddlsim.validate.plot import _matplotlib
+
+        _matplotlib()  # fail before the work, not after it
+    rows, skipped, n_rows = read_kernel_csv(args.csv)
+    if wanted is not None:
+        in_file = sorted({r.gpu for r in rows})
+        rows = [r for r in rows if r.device.id == wanted]
+        skipped = [s for s in skipped if _same_gpu(s.gpu, wanted)]
+        if not rows:
+            raise ConfigError(
+                f"no usable row of GPU {args.gpu!r} in {args.csv}; it has: "
+                f"{', '.join(in_file) or 'none'}"
+            )
+    elif not rows:
+        first = f" (first: line {skipped[0].line}: {skipped[0].reason})" if skipped else ""
+        raise ConfigError(f"no usable row in {args.csv}: {len(skipped)} skipped{first}")
+    results = predict_rows(rows)
+    if args.plot:
+        plot_kernels(results, args.plot, title=args.csv)
+    if args.json:
+        doc = {
+            "rows": [r.to_json() for r in results],
+            "summary": {
+                "n_rows": n_rows,
+                "n_passes": len(results),
+                "by_gpu_pass": summarise(results),
+                "skipped": [s.to_json() for s in skipped],
+                "model": kernels.provenance(),
+            },
+        }
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_report(args.csv, results, skipped, n_rows))
+    return 0
+
+
+def _same_gpu(name: str, wanted: str) -> bool:
+    from ddlsim.cluster import catalog
+
+    try:
+        return catalog.device(name).id == wanted
+    except ConfigError:
+        return False
+
+
+def plot_kernels(results: Sequence, path: str | os.PathLike[str], title: str = "") -> None:
+    """Predicted against measured milliseconds, one panel per GPU, a colour per pass (PNG,
+    written atomically)."""
+    from ddlsim.validate.plot import _matplotlib
+    from ddlsim.validate.runs import write_atomic
+    from ddlsim.workload.kernels import PASSES
+
+    Figure, FigureCanvasAgg = _matplotlib()
+    gpus = list(dict.fromkeys(r.row.gpu for r in results))
+    fig = Figure(figsize=(4.2 * len(gpus), 4.6))
+    FigureCanvasAgg(fig)
+    values = [v for r in results for v in (r.measured_ms, r.predicted_ms)]
+    lo, hi = min(values) / 1.5, max(values) * 1.5
+    for i, gpu in enumerate(gpus):
+        ax = fig.add_subplot(1, len(gpus), i + 1)
+        ax.fill_between(
+            [lo, hi], [lo * 0.7, hi * 0.7], [lo * 1.3, hi * 1.3], color="0.88", label="+-30%"
+        )
+        ax.plot([lo, hi], [lo, hi], color="0.3", lw=1)
+        for j, pass_ in enumerate(PASSES):
+            sel = [r for r in results if r.row.gpu == gpu and r.pass_ == pass_]
+            ax.scatter(
+                [r.measured_ms for r in sel],
+                [r.predicted_ms for r in sel],
+                s=12,
+                color=f"C{j}",
+                alpha=0.8,
+                label=f"{pass_} ({len(sel)})",
+            )
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(lo, hi)
+        ax.set_ylim(lo, hi)
+        ax.set_title(gpu)
+        ax.set_xlabel("measured ms")
+        if i == 0:
+            ax.set_ylabel("predicted ms")
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"ddlsim kernels{': ' + title if title else ''}", fontsize=11)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=80)
+    write_atomic(path, buffer.getvalue())
