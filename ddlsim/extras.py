@@ -17,6 +17,7 @@ EXTRAS = {
     "plot": "matplotlib",
     "calibrate": "tensorflow-cpu 2.18.1, Keras",
     "horovod": "TensorFlow and Horovod 0.28.1 (scripts/horovod_local.sh builds it)",
+    "torch": "torch 2.13.0 (the CPU build here; a CUDA build of it to profile a GPU)",
 }
 
 

@@ -25,6 +25,8 @@ from ddlsim.workload.zoo import MODEL_NAMES, get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASURED = ROOT / "tests" / "data" / "calibration_torch_cpu_alexnet_b8-fp32.json"
+#: the same kind of CPU measurement recorded under a catalog GPU (``--catalog-id h100``)
+MEASURED_AS_H100 = ROOT / "tests" / "data" / "calibration_torch_cpu_as_h100_alexnet_b8-fp32.json"
 MODEL, BATCH = "alexnet", 2
 needs_torch = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="needs the torch extra (PyTorch)"
@@ -86,16 +88,26 @@ def test_committed_file_is_an_honest_cpu_measurement():
 
 
 def test_predict_uses_the_measured_file_on_an_h100(capsys):
+    """A measured file recorded under a catalog GPU is used as measured, like a shipped one
+    (here a CPU measurement recorded with --catalog-id h100: the real device stays in it)."""
     import ddlsim
 
-    prof = profile_io.load(MEASURED)
+    prof = profile_io.load(MEASURED_AS_H100)
+    assert prof.device == "h100" and prof.device_info["kind"] == "cpu"
+    assert prof.provenance["framework"] == "pytorch"
     argv = ["predict", "--model", "alexnet", "--batch", "8", "--gpu", "h100"]
-    assert main([*argv, "--gpus", "16", "--calibration", str(MEASURED), "--json"]) == 0
+    assert main([*argv, "--gpus", "16", "--calibration", str(MEASURED_AS_H100), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["inputs"]["gpu"] == "h100"
     assert doc["single_gpu_images_per_sec"] == pytest.approx(prof.images_per_sec, rel=1e-6)
-    p = ddlsim.predict("alexnet", 1, gpu="h100", batch=8, calibration=str(MEASURED))
+    p = ddlsim.predict("alexnet", 1, gpu="h100", batch=8, calibration=str(MEASURED_AS_H100))
     assert p.images_per_sec == pytest.approx(prof.images_per_sec, rel=1e-6)
+
+
+def test_a_cpu_file_is_refused_on_a_gpu_with_the_command_that_records_it(capsys):
+    argv = ["predict", "--model", "alexnet", "--batch", "8", "--gpu", "h100"]
+    assert main([*argv, "--calibration", str(MEASURED)]) == 2
+    assert "--catalog-id" in capsys.readouterr().err
 
 
 # -- with PyTorch ----------------------------------------------------------------------------------
@@ -194,7 +206,7 @@ def test_torch_missing_names_the_extra(tmp_path, capsys, monkeypatch):
     argv = ["calibrate", "--framework", "torch", "--device", "cpu"]
     assert main([*argv, "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "pip install 'ddlsim[torch]'" in err
+    assert err.count("\n") == 1 and "pip install -e '.[torch]'" in err
     assert not (tmp_path / "out").exists()
 
 

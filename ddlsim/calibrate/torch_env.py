@@ -16,10 +16,11 @@ from typing import Any
 from ddlsim.calibrate.devices import LocalDevice
 from ddlsim.calibrate.tf_env import cpu_name, nvidia_driver
 from ddlsim.errors import ConfigError
+from ddlsim.extras import install_hint
 
 TORCH_REQUIREMENT = "torch==2.13.0"
 INSTALL_HINT = (
-    "'ddlsim calibrate --framework torch' needs PyTorch: pip install 'ddlsim[torch]' "
+    f"'ddlsim calibrate --framework torch' needs PyTorch: {install_hint('torch')} "
     f"({TORCH_REQUIREMENT}; a CUDA build of it to profile a GPU)"
 )
 GPU_INSTALL = f"pip install {TORCH_REQUIREMENT} with a CUDA build (PyTorch's CUDA wheel index)"

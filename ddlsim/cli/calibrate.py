@@ -4,7 +4,7 @@ Profiles zoo models on the local GPU (``--gpu NAME``: it must be that catalog GP
 (``--device cpu|gpu:N``) with the TensorFlow profiler, or with ``torch.profiler`` under
 ``--framework torch``, and writes one calibration file per (model, batch, precision) into the
 user calibration directory, which ``ddlsim predict`` searches before the shipped files.
-TensorFlow (``pip install 'ddlsim[calibrate]'``) or PyTorch (``pip install 'ddlsim[torch]'``) is
+TensorFlow (the ``calibrate`` extra) or PyTorch (the ``torch`` extra; :mod:`ddlsim.extras`) is
 imported only when this command runs. See :mod:`ddlsim.calibrate`.
 """
 

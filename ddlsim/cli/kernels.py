@@ -16,6 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from ddlsim.cli.args import output_file
 from ddlsim.errors import ConfigError
 
 _EPILOG = """\
@@ -44,7 +45,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("csv", metavar="FILE.csv", help="measured kernels (traces/measured/kernels/)")
     p.add_argument("--gpu", default=None, metavar="NAME", help="only the rows of this GPU")
     p.add_argument("--json", action="store_true", help="print one JSON object: rows, summary")
-    p.add_argument("--plot", metavar="FILE.png", default=None, help="write a figure (matplotlib)")
+    p.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        type=output_file(".png"),
+        default=None,
+        help="write a figure (matplotlib; .png), checked before the work",
+    )
     p.set_defaults(func=run)
 
 
@@ -110,8 +117,8 @@ def _same_gpu(name: str, wanted: str) -> bool:
 def plot_kernels(results: Sequence, path: str | os.PathLike[str], title: str = "") -> None:
     """Predicted against measured milliseconds, one panel per GPU, a colour per pass (PNG,
     written atomically)."""
+    from ddlsim.atomic import atomic_write_bytes
     from ddlsim.validate.plot import _matplotlib
-    from ddlsim.validate.runs import write_atomic
     from ddlsim.workload.kernels import PASSES
 
     Figure, FigureCanvasAgg = _matplotlib()
@@ -149,4 +156,4 @@ def plot_kernels(results: Sequence, path: str | os.PathLike[str], title: str = "
     fig.tight_layout()
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=80)
-    write_atomic(path, buffer.getvalue())
+    atomic_write_bytes(path, buffer.getvalue())
