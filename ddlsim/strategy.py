@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, NcclVersion
+from ddlsim.comm.nccl import (
+    ALGORITHM_CHOICES,
+    DEFAULT_NCCL_VERSION,
+    PROTOCOL_CHOICES,
+    NcclVersion,
+)
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, GATHER, horovod_release
 from ddlsim.units import MiB
@@ -33,8 +38,8 @@ PRECISIONS = ("fp32", "amp")
 DATA_KINDS = ("synthetic", "real")
 #: who decodes real data: the host CPUs (tf.data / framework readers) or the GPUs (NVIDIA DALI)
 INPUT_PIPELINES = ("host", "dali")
-ALGORITHMS = ("auto", "ring", "tree")
-NCCL_PROTOCOLS = ("auto", "LL", "LL128", "Simple")
+ALGORITHMS = ALGORITHM_CHOICES
+NCCL_PROTOCOLS = PROTOCOL_CHOICES
 
 HOROVOD_VERSION = DEFAULT_HOROVOD_VERSION
 DEFAULT_FUSION_THRESHOLD_BYTES = 128 * MiB

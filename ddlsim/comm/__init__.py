@@ -17,7 +17,9 @@ from ddlsim.comm.distributed_replicated import DistributedReplicatedModel
 from ddlsim.comm.gloo import GlooModel
 from ddlsim.comm.hierarchical import HierarchicalModel
 from ddlsim.comm.mpi import MPIModel
-from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, PROTOCOLS
+from ddlsim.comm.nccl import ALGORITHM_CHOICES as ALGORITHMS
+from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
+from ddlsim.comm.nccl import PROTOCOL_CHOICES as NCCL_PROTOCOLS
 from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.comm.ps import PSModel, default_n_ps
 from ddlsim.comm.replicated import ReplicatedCpuModel, ReplicatedNcclModel
@@ -33,8 +35,6 @@ METHODS = (
     "distributed-replicated",
     "horovod-gloo",
 )
-ALGORITHMS = ("auto", "ring", "tree")
-NCCL_PROTOCOLS = ("auto", *PROTOCOLS)
 #: methods whose collectives are NCCL's (GPU workers only)
 NCCL_METHODS = ("horovod-nccl", "replicated-nccl")
 

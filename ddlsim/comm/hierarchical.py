@@ -47,15 +47,15 @@ class HierarchicalModel(ScheduledModel):
     ) -> None:
         super().__init__(cluster)
         self.version = NcclVersion.parse(version)
-        topo = Topology.of(cluster, nic_share=cluster.local_gpus)
-        g, n = cluster.local_gpus, cluster.n_nodes
-        self.local = replace(topo, n_ranks=g, n_nodes=1, transport_latency_s=0.0)
-        if cluster.intra is not None:
-            self.local = replace(self.local, bus_Bps=cluster.intra.bandwidth_Bps)
-        self.cross = replace(topo, n_ranks=n, local=1)
-        if cluster.nic is not None:
-            nic_Bps = cluster.nics_per_node * cluster.nic.bandwidth_Bps / g
-            self.cross = replace(self.cross, bus_Bps=nic_Bps)
+        c = cluster
+        g, n = c.local_gpus, c.n_nodes
+        topo = Topology.of(c)
+        intra_Bps = c.intra.bandwidth_Bps if c.intra is not None else topo.bus_Bps
+        nic_Bps = c.nics_per_node * c.nic.bandwidth_Bps / g if c.nic is not None else topo.bus_Bps
+        #: the intra-node calls: one node of g ranks; the cross-node call: n ranks, one per
+        #: node, whose g communicators share each node's NICs
+        self.local = replace(topo, n_ranks=g, n_nodes=1, transport_latency_s=0.0, bus_Bps=intra_Bps)
+        self.cross = replace(topo, n_ranks=n, local=1, bus_Bps=nic_Bps)
 
     def phases(self, nbytes: float) -> tuple[Choice | None, Choice | None]:
         """(intra reduce-scatter = allgather, cross-node allreduce); None where absent."""

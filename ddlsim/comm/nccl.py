@@ -33,6 +33,9 @@ from ddlsim.errors import ConfigError, UnknownNameError
 
 ALGORITHMS = ("ring", "tree")
 PROTOCOLS = ("LL", "LL128", "Simple")
+#: what ``--algorithm`` / ``--nccl-protocol`` accept: ``auto`` (NCCL's choice) or a forced one
+ALGORITHM_CHOICES = ("auto", *ALGORITHMS)
+PROTOCOL_CHOICES = ("auto", *PROTOCOLS)
 #: the NCCL of PyTorch 2.0's CUDA wheels (nvidia-nccl-cu11 2.14.3, read from torch 2.0.1's
 #: wheel metadata), the newest framework Horovod 0.28.1 supports
 DEFAULT_NCCL_VERSION = "2.14"
@@ -137,14 +140,14 @@ class Topology:
     arch: str
 
     @classmethod
-    def of(cls, cluster: Cluster, *, nic_share: int = 1) -> Topology:
-        """The topology of ``cluster``; ``nic_share`` communicators share each node's NICs."""
+    def of(cls, cluster: Cluster) -> Topology:
+        """The topology of ``cluster``."""
         c = cluster
         links = []
         if c.local_gpus > 1 and c.intra is not None:
             links.append(c.intra.bandwidth_Bps)
         if c.n_nodes > 1 and c.nic is not None:
-            links.append(c.nics_per_node * c.nic.bandwidth_Bps / nic_share)
+            links.append(c.nics_per_node * c.nic.bandwidth_Bps)
         return cls(
             n_ranks=c.n_gpus,
             n_nodes=c.n_nodes,
@@ -264,10 +267,10 @@ def candidates(
 ) -> list[tuple[str, str]]:
     """The (algorithm, protocol) pairs this NCCL would consider, restricted as asked
     (``NCCL_ALGO`` / ``NCCL_PROTO`` semantics); ConfigError if none is available."""
-    if algorithm not in ("auto", *ALGORITHMS):
-        raise UnknownNameError("NCCL algorithm", algorithm, ("auto", *ALGORITHMS))
-    if protocol not in ("auto", *PROTOCOLS):
-        raise UnknownNameError("NCCL protocol", protocol, ("auto", *PROTOCOLS))
+    if algorithm not in ALGORITHM_CHOICES:
+        raise UnknownNameError("NCCL algorithm", algorithm, ALGORITHM_CHOICES)
+    if protocol not in PROTOCOL_CHOICES:
+        raise UnknownNameError("NCCL protocol", protocol, PROTOCOL_CHOICES)
     algos = list(ALGORITHMS) if version.has_tree else ["ring"]
     if algorithm != "auto":
         if algorithm not in algos:
