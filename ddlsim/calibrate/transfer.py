@@ -55,8 +55,10 @@ def anchor_throughput(profile: ModelProfile, images_per_sec: float, source: str)
     return replace(profile.scaled(factor), provenance=provenance, path=None)
 
 
-def transfer_device(profile: ModelProfile, gpu: str) -> ModelProfile:
-    """``profile`` (measured on a catalog GPU) re-timed for catalog GPU ``gpu``."""
+def transfer_device(profile: ModelProfile, gpu: str, *, stamp: bool = True) -> ModelProfile:
+    """``profile`` (measured on a catalog GPU) re-timed for catalog GPU ``gpu``. ``stamp``
+    records when (a file ``--transfer-to`` writes); a re-timing done in memory for one
+    prediction carries no time, so that the same prediction gives the same output."""
     try:
         src = catalog.device(profile.device)
     except UnknownNameError:
@@ -71,7 +73,7 @@ def transfer_device(profile: ModelProfile, gpu: str) -> ModelProfile:
     moved = roofline_retime(profile, spec, src, dst, profile.batch_per_gpu)
     provenance = {
         "method": "roofline-device-transfer",
-        "created": _now(),
+        **({"created": _now()} if stamp else {}),
         "from_device": src.id,
         "to_device": dst.id,
         "base": _source(profile),

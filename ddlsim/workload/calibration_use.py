@@ -82,7 +82,7 @@ def for_cluster(prof: ModelProfile, path: Any, cluster: Cluster) -> ModelProfile
         return prof
     from ddlsim.calibrate.transfer import transfer_device
 
-    return transfer_device(prof, cluster.device.id)
+    return transfer_device(prof, cluster.device.id, stamp=False)
 
 
 def device_rule(prof: ModelProfile) -> str:
