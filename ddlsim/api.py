@@ -104,7 +104,7 @@ class Setup:
             horovod=strategy.is_horovod,
             cycle_time_s=strategy.cycle_time_s,
             negotiation=strategy.negotiation,
-            sleep_after_work=horovod_release(strategy.horovod_version).sleep_after_work,
+            sleep_after_work=strategy.release.sleep_after_work,
             fusion_threshold_bytes=strategy.fusion_threshold_bytes,
             options=options,
         )

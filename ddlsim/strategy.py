@@ -19,7 +19,7 @@ from ddlsim.comm.nccl import (
     NcclVersion,
 )
 from ddlsim.errors import ConfigError, UnknownNameError
-from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, GATHER, horovod_release
+from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, GATHER, HorovodRelease, horovod_release
 from ddlsim.units import MiB
 
 COMM_METHODS = (
@@ -130,9 +130,14 @@ class Strategy:
         return self.data == "real" and self.input_pipeline == "host"
 
     @property
+    def release(self) -> HorovodRelease:
+        """The Horovod release's coordination behaviour."""
+        return horovod_release(self.horovod_version)
+
+    @property
     def negotiation(self) -> str:
         """Horovod's negotiation scheme for this release and cache setting."""
-        release = horovod_release(self.horovod_version)
+        release = self.release
         if release.has_response_cache and not self.response_cache:
             return GATHER  # HOROVOD_CACHE_CAPACITY=0: every cycle gathers the requests
         return release.negotiation

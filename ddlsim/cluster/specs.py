@@ -36,11 +36,6 @@ class DeviceSpec:
     sm_count: int | None = None  # streaming multiprocessors (GPUs); NCCL's CTAs occupy some
     arch: str = "pascal"  # GPU architecture generation (NCCL protocols, caps); "cpu" for CPUs
 
-    @property
-    def volta_or_later(self) -> bool:
-        """Whether the GPU is Volta or newer (NCCL's LL128 protocol, larger LL threshold)."""
-        return self.arch in ("volta", "turing", "ampere", "hopper")
-
 
 @dataclass(frozen=True)
 class LinkSpec:

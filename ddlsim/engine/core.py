@@ -176,11 +176,12 @@ class _Run:
         wait of ``(sync_stretch - 1)`` times the work follows: the slowest rank still computes.
         """
         factor = self._factor(w, it)
-        nominal_s = sum(secs) * factor
+        layers_s = sum(secs)
+        nominal_s = layers_s * factor
         work_s = nominal_s * (1 + self.cfg.contention)
         t0 = self.env.now
         if w in self.traced and secs:
-            t, scale = t0, work_s / sum(secs) if sum(secs) > 0 else 0.0
+            t, scale = t0, work_s / layers_s if layers_s > 0 else 0.0
             for name, s in zip(names, secs, strict=True):
                 self.spans.append(Span(w, "compute", name, kind, t, t + s * scale, it))
                 t += s * scale
@@ -201,7 +202,7 @@ class _Run:
         if w == 0:
             if self.W > 1 and self.cfg.rank_sigma > 0:  # detailed: the slowest rank's lead
                 own = self._rank_factors(it)
-                wait_s_0 = sum(secs) * self.slowdown[0] * (own.max() - own[0])
+                wait_s_0 = layers_s * self.slowdown[0] * (own.max() - own[0])
             else:
                 wait_s_0 = wait_s
             self.sync_s[it] += (nominal_s * self.cfg.contention, extra_s, wait_s_0)
@@ -321,11 +322,9 @@ class _Run:
         size = 0
         for it, op_i in batch:
             nbytes = self.ops[op_i].nbytes
-            same = (
-                groups
-                and groups[-1][0] == it
-                and self.ops[groups[-1][1][0]].channel == (self.ops[op_i].channel)
-            )
+            last = groups[-1] if groups else None
+            same = last is not None and last[0] == it
+            same = same and self.ops[last[1][0]].channel == self.ops[op_i].channel
             if limit and same and size + nbytes <= limit:
                 groups[-1][1].append(op_i)
                 size += nbytes

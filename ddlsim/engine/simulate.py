@@ -137,6 +137,7 @@ def simulate(
             )
     sync = opts.sync
     rank_sigma = sync.rank_sigma
+    interference = sync.interference_fraction(cluster, comm)
     plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1)
     net_latency_s = cluster.nic.latency_s if cluster.nic is not None else 0.0
     detailed = opts.engine == "detailed"
@@ -144,7 +145,6 @@ def simulate(
     if detailed:  # refuse, before it starts, a run too large to finish or to fit in memory
         iterations = opts.warmup_iterations + opts.measured_iterations
         traced = sum(1 for w in opts.trace_workers if 0 <= w < n_workers)
-        interferes = sync.interference_fraction(cluster, comm) > 0
         check_detailed(
             plan,
             comm,
@@ -152,7 +152,7 @@ def simulate(
             iterations,
             traced,
             opts.max_events,
-            timeouts_per_segment=2 if interferes else 1,
+            timeouts_per_segment=2 if interference > 0 else 1,
         )
     slowdown = np.ones(n_workers)
     for rank, factor in opts.slowdown.items():
@@ -164,7 +164,7 @@ def simulate(
         rank_sigma=rank_sigma if detailed and cluster.n_gpus > 1 else 0.0,
         sync_stretch=1.0 if detailed else expected_slowest_factor(cluster.n_gpus, rank_sigma),
         contention=sync.contention(cluster),
-        interference=sync.interference_fraction(cluster, comm),
+        interference=interference,
         seed=opts.seed,
         warmup_iterations=opts.warmup_iterations,
         measured_iterations=opts.measured_iterations,
