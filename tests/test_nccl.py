@@ -132,8 +132,22 @@ def test_tuned_nccl_picks_the_cheapest_pair(nodes, local, nbytes, arch) -> None:
     best = choose(t, V214, nbytes)
     for a, p in candidates(V214, t):
         assert best.time_s <= cost(t, a, p, nbytes).time_s * (1 + 1e-12)
-    # a newer NCCL never does worse than a rings-only one on the same call
-    assert best.time_s <= choose(t, V21, nbytes).time_s * (1 + 1e-12)
+    # costed by the same model, a newer NCCL never does worse than a rings-only one
+    old = choose(t, V21, nbytes)
+    assert best.time_s <= cost(t, "ring", old.protocol, nbytes).time_s * (1 + 1e-12)
+
+
+def test_rings_before_the_tuning_model_pay_no_plateau() -> None:
+    """The plateau factor belongs to the 2.5+ tuning model: a 2.1 or 2.4 ring SIMPLE call
+    costs the plain latency, a 2.14 one 1.9x it (pre-Ampere)."""
+    t = topo(n_ranks=512, local=4, channels=2)
+    nbytes = 64e6  # SIMPLE under every version
+    plain = ring_latency_s(t, "Simple", nbytes, plateau=False)
+    assert ring_latency_s(t, "Simple", nbytes) == pytest.approx(1.9 * plain)
+    for version in (V21, V24):
+        ch = choose(t, version, nbytes, "ring")
+        assert (ch.protocol, ch.latency_s) == ("Simple", pytest.approx(plain))
+    assert choose(t, V214, nbytes, "ring", "Simple").latency_s == pytest.approx(1.9 * plain)
 
 
 def test_version_strings() -> None:

@@ -8,8 +8,8 @@ docs/design.md, "Collectives as NCCL costs them"). One allreduce of S bytes over
   (NVLink, PCIe, network; the network hop adds the transport's own per-message latency, twice
   for SIMPLE, which flushes). A RING takes ``2(N-1)`` steps of which only ``2(n-1)`` cross the
   network; a TREE (chain in the node, double binary tree across nodes) ``2((g-1) intra +
-  log2(n) net)``. Multi-node RING+SIMPLE calls with at least 64 bytes per channel and rank pay
-  NCCL's "plateau" factor (1.9 before Ampere, 1.4 after).
+  log2(n) net)``. In the tuned versions (2.5+), multi-node RING+SIMPLE calls with at least 64
+  bytes per channel and rank pay NCCL's "plateau" factor (1.9 before Ampere, 1.4 after).
 - **bandwidth**: the bus bandwidth is the slowest link a byte crosses (the intra-node fabric, the
   node's NICs). RING: ``bus x N / (2(N-1))``; LL moves 8-byte lines of 4 data bytes (x0.5),
   LL128 128-byte lines of 120 (x0.92, at most 20 GB/s per channel). TREE: ``min(0.92 bus,
@@ -80,7 +80,8 @@ TREE_CORRECTION = {
     "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7,
                .8, .9, .9),
 }  # fmt: skip
-#: multi-node RING+SIMPLE latency factor ("plateau effect of ring"): before / from Ampere
+#: multi-node RING+SIMPLE latency factor ("plateau effect of ring"): before / from Ampere. A
+#: refinement of the tuning model (2.5+); the 2.0-2.4 rings, which had no cost model, go without
 RING_PLATEAU = {"pre_ampere": 1.9, "ampere": 1.4}
 #: NCCL 2.0-2.4: LL for calls of at most this many bytes per thread (pre-Volta / Volta+)
 LL_BYTES_PER_THREAD = {"pre_volta": 32, "volta": 64}
@@ -198,15 +199,16 @@ def _intra_hop_s(topo: Topology, algorithm: str, protocol: str) -> float:
     return hop
 
 
-def ring_latency_s(topo: Topology, protocol: str, nbytes: float) -> float:
-    """Latency of a ring allreduce: base + intra hops + the 2(n-1) network crossings."""
+def ring_latency_s(topo: Topology, protocol: str, nbytes: float, *, plateau: bool = True) -> float:
+    """Latency of a ring allreduce: base + intra hops + the 2(n-1) network crossings, times
+    the tuning model's plateau factor where ``plateau`` (NCCL 2.5+)."""
     n, nodes = topo.n_ranks, topo.n_nodes
     net_steps = 2 * (nodes - 1)
     lat = BASE_LATENCY_US["ring"][protocol] * 1e-6
     lat += (2 * (n - 1) - net_steps) * _intra_hop_s(topo, "ring", protocol)
     lat += net_steps * _net_hop_s(topo, "ring", protocol)
     slice_bytes = nbytes / (topo.channels * n)
-    if nodes > 1 and protocol == "Simple" and slice_bytes >= 64:
+    if plateau and nodes > 1 and protocol == "Simple" and slice_bytes >= 64:
         ampere = topo.arch in ("ampere", "hopper")
         lat *= RING_PLATEAU["ampere" if ampere else "pre_ampere"]
     return lat
@@ -247,10 +249,13 @@ def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float) -> float:
     return nbytes / (algo * tree_correction(protocol, nbytes))
 
 
-def cost(topo: Topology, algorithm: str, protocol: str, nbytes: float) -> Choice:
-    """Predicted time of one allreduce of ``nbytes`` with this algorithm and protocol."""
+def cost(
+    topo: Topology, algorithm: str, protocol: str, nbytes: float, *, plateau: bool = True
+) -> Choice:
+    """Predicted time of one allreduce of ``nbytes`` with this algorithm and protocol
+    (``plateau``: the tuning model's ring plateau factor, NCCL 2.5+)."""
     if algorithm == "ring":
-        lat = ring_latency_s(topo, protocol, nbytes)
+        lat = ring_latency_s(topo, protocol, nbytes, plateau=plateau)
         return Choice(algorithm, protocol, lat + ring_bandwidth_s(topo, protocol, nbytes), lat)
     lat = tree_latency_s(topo, protocol)
     return Choice(algorithm, protocol, lat + tree_bandwidth_s(topo, protocol, nbytes), lat)
@@ -301,13 +306,15 @@ def choose(
     """The (algorithm, protocol) this NCCL runs an allreduce of ``nbytes`` with, and its cost.
 
     2.5+: the pair of least predicted time. 2.0-2.4: LL up to :func:`ll_threshold_bytes`,
-    SIMPLE above (unless forced); 2.4 takes the cheaper of ring and tree with that protocol.
+    SIMPLE above (unless forced); 2.4 takes the cheaper of ring and tree with that protocol;
+    their rings pay no plateau factor (a refinement of the 2.5+ tuning model).
     """
     pairs = candidates(version, topo, algorithm, protocol)
     if not version.tuned and protocol == "auto":
         wanted = "LL" if nbytes <= ll_threshold_bytes(topo) else "Simple"
         pairs = [(a, p) for a, p in pairs if p == wanted]
-    return min((cost(topo, a, p, nbytes) for a, p in pairs), key=lambda ch: ch.time_s)
+    costs = (cost(topo, a, p, nbytes, plateau=version.tuned) for a, p in pairs)
+    return min(costs, key=lambda ch: ch.time_s)
 
 
 @lru_cache(maxsize=4096)
