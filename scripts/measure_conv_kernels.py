@@ -209,13 +209,13 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         rows = measure(torch, shapes, math, device, args.reps, args.trials)
         path = args.out_dir / f"{prefix}_{math}.csv"
-        columns = ["gpu", *SHAPE_COLUMNS, *(f"{p}_ms" for p in PASSES)]
+        columns = ["gpu", "math", *SHAPE_COLUMNS, *(f"{p}_ms" for p in PASSES)]
         tmp = path.with_suffix(".csv.tmp")
         with open(tmp, "w", newline="") as f:
             out = csv.DictWriter(f, fieldnames=columns)
             out.writeheader()
             for row in rows:
-                out.writerow({"gpu": gpu_id, **row})
+                out.writerow({"gpu": gpu_id, "math": math, **row})
         tmp.replace(path)
         if device.type == "cuda":
             timing = (

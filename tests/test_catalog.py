@@ -525,6 +525,9 @@ DEVICE_CORRUPTIONS = [
     ("p40", "sm_count", 0, "'sm_count': must be a positive integer"),
     ("m40", "sm_count", 24.0, "'sm_count': must be a positive integer"),
     ("epyc-zen4-core", "sm_count", 1, "'sm_count': required of a GPU, not allowed for a CPU"),
+    ("a100", "peak_tf32_TFLOPS", 19.5, "'peak_tf32_TFLOPS': a GPU's tensor-core peak above"),
+    ("epyc-zen4-core", "peak_tf32_TFLOPS", 5.0, "'peak_tf32_TFLOPS': a GPU's tensor-core"),
+    ("p40", "peak_tf32_TFLOPS", 50.0, "'peak_tf32_TFLOPS': no source"),
 ]
 
 

@@ -33,7 +33,7 @@ HEADER = (
 )
 ROW_KEYS = [
     "gpu", "in_w", "in_h", "in_c", "batch", "out_k", "filter_h", "filter_w", "pad_h", "pad_w",
-    "stride_h", "stride_w", "pass", "measured_ms", "predicted_ms", "rel_error",
+    "stride_h", "stride_w", "pass", "measured_ms", "predicted_ms", "rel_error", "math",
 ]  # fmt: skip
 
 
@@ -102,6 +102,37 @@ def test_winograd_is_used_for_3x3_stride_1_only_in_fp32():
         32 * 28 * 28, 256, 256 * 9,
     )  # fmt: skip
     assert conv_pass_s(s1, "fwd", p100) < 0.6 * direct
+
+
+def test_fp32_runs_on_tf32_tensor_cores_where_the_gpu_has_them():
+    """A100/H100 fp32 GEMMs run at the TF32 peak x the tensor-core ratio (the frameworks'
+    default); tf32=False is the CUDA-core fp32 of NVIDIA_TF32_OVERRIDE=0; a P100 has no TF32."""
+    model = default_model()
+    big = ConvShape(64, 56, 56, 256, 256, 1, 1)  # 1x1: GEMM only, compute bound
+    for gpu in ("a100", "h100"):
+        dev = catalog.device(gpu)
+        on, off = (conv_pass_s(big, "fwd", dev, tf32=flag) for flag in (True, False))
+        flops = big.flops
+        assert off == pytest.approx(
+            kernels._conv_s(big, "fwd", kernels._gpu(dev, "fp32", False), "fp32", model)
+        )
+        # the TF32 route: at most the tensor-core rate, and well above CUDA-core fp32
+        rate = dev.peak_tf32_flops * model.fwd_efficiency * model.tensor_core_efficiency_ratio
+        assert on >= flops / rate
+        assert on < off / 2
+    p100 = catalog.device("p100")
+    assert conv_pass_s(big, "fwd", p100, tf32=True) == conv_pass_s(big, "fwd", p100, tf32=False)
+
+
+def test_winograd_stays_on_the_cuda_cores_under_tf32():
+    """A 3x3 stride-1 convolution takes the faster of TF32 GEMM and CUDA-core Winograd."""
+    a100 = catalog.device("a100")
+    s1 = ConvShape(32, 28, 28, 256, 256, 3, 3, 1, 1)
+    on, off = (conv_pass_s(s1, "fwd", a100, tf32=flag) for flag in (True, False))
+    assert on <= off  # Winograd at fp32 is still one of the routes
+    gpu = kernels._gpu(a100, "fp32")
+    assert gpu.tensor_cores and gpu.winograd_flops == a100.peak_fp32_flops
+    assert not kernels._gpu(a100, "amp").winograd_flops
 
 
 def test_strided_data_gradient_visits_every_input_pixel():
@@ -273,6 +304,41 @@ def test_bad_rows_are_skipped_with_a_reason(tmp_path, capsys):
     assert reasons[(6, "bwd_data")] == "bwd_data_ms is empty"
     assert reasons[(6, "bwd_filter")] == "bwd_filter_ms 'abc' is not a positive number"
     assert "not a GPU" in reasons[(7, None)]
+
+
+def test_the_math_column_picks_the_arithmetic(tmp_path, capsys):
+    """fp32 (TF32 off) / tf32 / fp16 rows are predicted in their arithmetic; a GPU without
+    that arithmetic, or an unknown value, skips the row with the reason."""
+    path = tmp_path / "k.csv"
+    shape = "14,14,256,8,256,1,1,0,0,1,1,0.1,0.1,0.1"
+    path.write_text(
+        HEADER + ",math\n"
+        f"a100,{shape},fp32\n"
+        f"a100,{shape},tf32\n"
+        f"a100,{shape},fp16\n"
+        f"p100,{shape},tf32\n"
+        f"p40,{shape},fp16\n"
+        f"a100,{shape},bf17\n"
+        f"a100,{shape},\n"
+    )
+    code, out, _ = run_cli(["kernels", str(path), "--json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    fwd = {(r["gpu"], r["math"]): r["predicted_ms"] for r in doc["rows"] if r["pass"] == "fwd"}
+    a100 = catalog.device("a100")
+    s = ConvShape(8, 14, 14, 256, 256, 1, 1)
+    assert fwd[("a100", "fp32")] == pytest.approx(1e3 * conv_pass_s(s, "fwd", a100, tf32=False))
+    assert fwd[("a100", "tf32")] == pytest.approx(1e3 * conv_pass_s(s, "fwd", a100))
+    assert fwd[("a100", "fp16")] == pytest.approx(1e3 * conv_pass_s(s, "fwd", a100, "amp"))
+    assert len(doc["rows"]) == 4 * 3  # the empty cell is fp32
+    reasons = {s["line"]: s["reason"] for s in doc["summary"]["skipped"]}
+    assert reasons == {
+        5: "p100-sxm2 has no TF32 tensor cores",
+        6: "p40 has no fast fp16 path",
+        7: "math 'bf17' is not one of fp32, tf32, fp16",
+    }
+    maths = {(s["gpu"], s["math"]) for s in doc["summary"]["by_gpu_pass"]}
+    assert maths == {("a100", "fp32"), ("a100", "tf32"), ("a100", "fp16")}
 
 
 @pytest.mark.parametrize(

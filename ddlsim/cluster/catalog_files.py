@@ -49,6 +49,9 @@ DEVICE_KINDS = ("gpu", "cpu")
 SM_COUNT = "sm_count"
 #: device key required of GPUs (NCCL's protocols and caps depend on it), absent for CPUs
 ARCH = "arch"
+#: optional GPU key: dense TF32 tensor-core peak (Ampere and later), what fp32 convolutions and
+#: matrix products run on by default in TensorFlow (2.4+) and PyTorch's cuDNN
+TF32 = "peak_tf32_TFLOPS"
 GPU_ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
 #: NCCL's latency classes of an intra-node hop (rows of its tuning tables)
 NCCL_HOPS = ("nvlink", "pcie")
@@ -337,7 +340,7 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         check = _Checker(file, f"device {device_id!r}")
         check.identifier(device_id)
         entry = check.obj(raw, None)
-        check.keys(entry, _DEVICE_KEYS, frozenset({"kind", SM_COUNT, ARCH}))
+        check.keys(entry, _DEVICE_KEYS, frozenset({"kind", SM_COUNT, ARCH, TF32}))
         kind = entry.get("kind", DEVICE_KINDS[0])
         if kind not in DEVICE_KINDS:
             raise check.fail("kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
@@ -350,6 +353,9 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         fp16 = entry["peak_fp16_TFLOPS"]
         if fp16 is not None:
             fp16 = check.number(fp16, "peak_fp16_TFLOPS")
+        tf32 = check.number(entry[TF32], TF32) if TF32 in entry else None
+        if tf32 is not None and (kind != "gpu" or tf32 <= fp32):
+            raise check.fail(TF32, f"a GPU's tensor-core peak above its fp32 peak, got {tf32}")
         host_link = check.text(entry, "host_link")
         if host_link not in links["host"]:
             raise check.fail(
@@ -377,11 +383,16 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
             host_cpu_threads=check.count(entry["host_cpu_threads"], "host_cpu_threads"),
             sources=check.documented(
                 {"sources": entry["sources"]},
-                [*_DEVICE_FIGURES, *([SM_COUNT, ARCH] if sm_count else [])],
+                [
+                    *_DEVICE_FIGURES,
+                    *([SM_COUNT, ARCH] if sm_count else []),
+                    *([TF32] if tf32 is not None else []),
+                ],
             ),
             kind=kind,
             arch=arch,
             sm_count=sm_count,
+            peak_tf32_flops=None if tf32 is None else tflops_to_flops(tf32),
         )
         node_gpus[device_id] = per_node
         default_intra[device_id] = intra

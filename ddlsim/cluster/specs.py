@@ -21,6 +21,8 @@ class DeviceSpec:
     worker (its tensors live in host memory: no device<->host copies, sums on the core).
     ``sm_count`` is a GPU's number of streaming multiprocessors (the per-layer kernel model
     schedules thread blocks on them in waves: :mod:`ddlsim.workload.kernels`); ``None`` for a CPU.
+    ``peak_tf32_flops`` is the dense TF32 tensor-core throughput (Ampere and later; ``None``
+    before): fp32 convolutions and matrix products run on it unless TF32 is turned off.
     """
 
     id: str
@@ -35,6 +37,7 @@ class DeviceSpec:
     kind: str = "gpu"  # "gpu" | "cpu" (a CPU core as the worker device)
     sm_count: int | None = None  # streaming multiprocessors (GPUs); NCCL's CTAs occupy some
     arch: str = "pascal"  # GPU architecture generation (NCCL protocols, caps); "cpu" for CPUs
+    peak_tf32_flops: float | None = None  # dense TF32 tensor-core peak (Ampere+)
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,10 @@ SHAPE_COLUMNS = (
 )
 TIME_COLUMNS = tuple(f"{p}_ms" for p in PASSES)
 REQUIRED_COLUMNS = ("gpu", *SHAPE_COLUMNS, *TIME_COLUMNS)
+#: optional column: the arithmetic the kernels ran (empty or absent: fp32). fp32 = TF32 off,
+#: tf32 = fp32 storage on TF32 tensor cores (Ampere+), fp16 = half precision (what amp runs)
+MATH_COLUMN = "math"
+MATHS = ("fp32", "tf32", "fp16")
 SHAPE_SETS = ("all", "vision")
 
 
@@ -58,6 +62,7 @@ class KernelRow:
     device: DeviceSpec
     shape: ConvShape
     measured_ms: dict[str, float]  # pass -> ms, only the passes with a usable value
+    math: str = "fp32"  # one of MATHS
 
     @property
     def vision(self) -> bool:
@@ -103,6 +108,7 @@ class PassResult:
             "measured_ms": self.measured_ms,
             "predicted_ms": self.predicted_ms,
             "rel_error": self.rel_error,
+            "math": self.row.math,
         }
 
 
@@ -153,6 +159,14 @@ def _parse(record: dict[str, Any], line: int) -> tuple[KernelRow | None, list[Sk
         return None, [Skip(line, gpu, None, f"unknown GPU {gpu!r} (not in the catalog)")]
     if device.kind != "gpu":
         return None, [Skip(line, gpu, None, f"{device.id} is not a GPU")]
+    math_ = (record.get(MATH_COLUMN) or "").strip().lower() or "fp32"
+    if math_ not in MATHS:
+        why = f"{MATH_COLUMN} {math_!r} is not one of {', '.join(MATHS)}"
+        return None, [Skip(line, gpu, None, why)]
+    if math_ == "tf32" and device.peak_tf32_flops is None:
+        return None, [Skip(line, gpu, None, f"{device.id} has no TF32 tensor cores")]
+    if math_ == "fp16" and device.peak_fp16_flops is None:
+        return None, [Skip(line, gpu, None, f"{device.id} has no fast fp16 path")]
     values: dict[str, int] = {}
     for col in SHAPE_COLUMNS:
         cell = record[col].strip()
@@ -179,17 +193,19 @@ def _parse(record: dict[str, Any], line: int) -> tuple[KernelRow | None, list[Sk
             skips.append(Skip(line, gpu, pass_, f"{col} {cell!r} is not a positive number"))
             continue
         measured[pass_] = value
-    row = KernelRow(line, gpu, device, shape, measured) if measured else None
+    row = KernelRow(line, gpu, device, shape, measured, math_) if measured else None
     return row, skips
 
 
 def predict_rows(rows: Iterable[KernelRow], model: KernelModel | None = None) -> list[PassResult]:
-    """Every measured pass of ``rows`` with the model's prediction (fp32)."""
-    return [
-        PassResult(row, p, ms, 1e3 * conv_pass_s(row.shape, p, row.device, "fp32", model))
-        for row in rows
-        for p, ms in row.measured_ms.items()
-    ]
+    """Every measured pass of ``rows`` with the model's prediction in the row's arithmetic."""
+    out = []
+    for row in rows:
+        precision = "amp" if row.math == "fp16" else "fp32"
+        for p, ms in row.measured_ms.items():
+            t_s = conv_pass_s(row.shape, p, row.device, precision, model, tf32=row.math == "tf32")
+            out.append(PassResult(row, p, ms, 1e3 * t_s))
+    return out
 
 
 def error_stats(results: Sequence[PassResult]) -> dict[str, Any]:
@@ -211,9 +227,9 @@ def error_stats(results: Sequence[PassResult]) -> dict[str, Any]:
 def summarise(results: Sequence[PassResult]) -> list[dict[str, Any]]:
     """Statistics per (GPU, pass, shape set), GPUs in file order, then all passes of a GPU."""
     out = []
-    gpus = list(dict.fromkeys(r.row.gpu for r in results))
-    for gpu in gpus:
-        mine = [r for r in results if r.row.gpu == gpu]
+    groups = list(dict.fromkeys((r.row.gpu, r.row.math) for r in results))
+    for gpu, math_ in groups:
+        mine = [r for r in results if (r.row.gpu, r.row.math) == (gpu, math_)]
         device = mine[0].row.device.id
         for pass_ in (*PASSES, "all"):
             for shapes in SHAPE_SETS:
@@ -223,7 +239,8 @@ def summarise(results: Sequence[PassResult]) -> list[dict[str, Any]]:
                     if pass_ in ("all", r.pass_) and (shapes == "all" or r.row.vision)
                 ]
                 stats = error_stats(sel)
-                entry = {"gpu": gpu, "catalog_id": device, "pass": pass_, "shapes": shapes}
+                entry = {"gpu": gpu, "catalog_id": device, "math": math_}
+                entry.update({"pass": pass_, "shapes": shapes})
                 out.append({**entry, **stats})
     return out
 
@@ -245,8 +262,9 @@ def format_report(
     ]
     for r in results:
         s = r.row.shape
+        label = r.row.gpu if r.row.math == "fp32" else f"{r.row.gpu} {r.row.math}"
         lines.append(
-            f"{r.row.gpu:<15} {f'{s.in_w}x{s.in_h}x{s.in_c}':>14} {s.batch:>3} {s.out_k:>5} "
+            f"{label:<15} {f'{s.in_w}x{s.in_h}x{s.in_c}':>14} {s.batch:>3} {s.out_k:>5} "
             f"{f'{s.filter_h}x{s.filter_w}':>6} {f'{s.pad_h},{s.pad_w}':>5} "
             f"{f'{s.stride_h},{s.stride_w}':>6} {r.pass_:<10} {r.measured_ms:>7.3f}ms "
             f"{r.predicted_ms:>7.3f}ms {100 * r.rel_error:>+6.1f}%"
@@ -259,8 +277,9 @@ def format_report(
     ]
     for s in summarise(results):
         ratio = "-" if s["median_ratio"] is None else f"{s['median_ratio']:.2f}"
+        label = s["gpu"] if s["math"] == "fp32" else f"{s['gpu']} {s['math']}"
         lines.append(
-            f"{s['gpu']:<15} {s['pass']:<10} {s['shapes']:<7} {s['n']:>4} {_pct(s['mape']):>6} "
+            f"{label:<15} {s['pass']:<10} {s['shapes']:<7} {s['n']:>4} {_pct(s['mape']):>6} "
             f"{_pct(s['median_ape']):>7} {_pct(s['p90_ape']):>6} {ratio:>6}"
         )
     if skipped:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -52,6 +52,12 @@ MIN_SPLIT_STEPS = 64  # a split part keeps at least this many reduction steps
 # Winograd F(m x m, r x r) by filter size r: output tile m; alpha = m + r - 1 = 6 (36 GEMMs)
 WINOGRAD_TILE = {3: 4, 5: 2}
 MODEL_FILE = "kernel_model.json"
+#: how fp32 convolutions and matrix products are timed (recorded in every calibration)
+FP32_MATH = (
+    "TF32 tensor cores where the GPU has them (peak_tf32_TFLOPS: Ampere and later; TensorFlow "
+    "2.4+ and PyTorch's cuDNN convolutions default), at tensor_core_efficiency_ratio; CUDA-core "
+    "fp32 otherwise, and for Winograd"
+)
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,7 @@ def provenance() -> dict[str, Any]:
         "model": doc["model"],
         "fitted_on": doc["fitted_on"],
         "coefficients": {k: v["value"] for k, v in doc["coefficients"].items()},
+        "fp32_math": FP32_MATH,
     }
 
 
@@ -170,25 +177,32 @@ def _ceil(a: float, b: float) -> int:
 
 @dataclass(frozen=True)
 class _Gpu:
-    """What the model needs of a device (hashable, for the cache)."""
+    """What the model needs of a device (hashable, for the cache): the peak of the GEMM routes,
+    whether that is a tensor-core peak, and the CUDA-core fp32 peak of the Winograd route
+    (0: no Winograd, as for fp16)."""
 
     peak_flops: float
     mem_Bps: float
     sms: int
+    tensor_cores: bool = False
+    winograd_flops: float = 0.0
 
 
-def _gpu(device: DeviceSpec, precision: str) -> _Gpu:
+def _gpu(device: DeviceSpec, precision: str, tf32: bool = True) -> _Gpu:
     if device.sm_count is None:
         raise ConfigError(f"device {device.id!r} has no SM count: the kernel model is for GPUs")
-    peak = device.peak_fp32_flops
+    mem, sms = device.mem_bandwidth_Bps, device.sm_count
     if precision == "amp":
         if device.peak_fp16_flops is None:
             raise ConfigError(
                 f"GPU {device.id!r} has no fast fp16 path; mixed precision (amp) is not modelled "
                 "for it: use --precision fp32"
             )
-        peak = device.peak_fp16_flops
-    return _Gpu(peak, device.mem_bandwidth_Bps, device.sm_count)
+        return _Gpu(device.peak_fp16_flops, mem, sms, tensor_cores=True)
+    fp32 = device.peak_fp32_flops
+    if tf32 and device.peak_tf32_flops is not None:
+        return _Gpu(device.peak_tf32_flops, mem, sms, tensor_cores=True, winograd_flops=fp32)
+    return _Gpu(fp32, mem, sms, winograd_flops=fp32)
 
 
 def _gemm_s(
@@ -249,7 +263,7 @@ def _conv_s(shape: ConvShape, pass_: str, gpu: _Gpu, precision: str, model: Kern
     r, s = shape.filter_h, shape.filter_w
     p, q = shape.out_h, shape.out_w
     eff = model.efficiency(pass_)
-    if precision == "amp":
+    if gpu.tensor_cores:
         eff *= model.tensor_core_efficiency_ratio
     strided = shape.stride_h > 1 or shape.stride_w > 1
     if pass_ == "fwd":
@@ -265,8 +279,9 @@ def _conv_s(shape: ConvShape, pass_: str, gpu: _Gpu, precision: str, model: Kern
         t = _gemm_s(gpu, model, eff, c * r * s, k, n * p * q, split=True)
     else:
         raise ConfigError(f"unknown pass {pass_!r}; valid: {', '.join(PASSES)}")
-    if precision == "fp32" and r == s and r in WINOGRAD_TILE and not strided:
-        t = min(t, _winograd_s(shape, pass_, gpu, model, eff))
+    if gpu.winograd_flops and r == s and r in WINOGRAD_TILE and not strided:
+        cuda_cores = replace(gpu, peak_flops=gpu.winograd_flops, tensor_cores=False)
+        t = min(t, _winograd_s(shape, pass_, cuda_cores, model, model.efficiency(pass_)))
     act_bytes = 2 if precision == "amp" else 4
     nbytes = act_bytes * (n * c * shape.in_h * shape.in_w + n * k * p * q + k * c * r * s)
     return model.call_overhead_s + max(t, nbytes / (gpu.mem_Bps * model.memory_efficiency))
@@ -278,10 +293,16 @@ def conv_pass_s(
     device: DeviceSpec,
     precision: str = "fp32",
     model: KernelModel | None = None,
+    *,
+    tf32: bool = True,
 ) -> float:
     """Seconds of one ``pass_`` (``fwd``, ``bwd_data``, ``bwd_filter``) of ``shape`` on the GPU
-    ``device`` at ``precision`` (``fp32``, or ``amp``: tensor cores / fp16, no Winograd)."""
-    return _conv_s(shape, pass_, _gpu(device, precision), precision, model or default_model())
+    ``device`` at ``precision`` (``fp32``, or ``amp``: tensor cores / fp16, no Winograd). On a
+    GPU with TF32 tensor cores (Ampere and later) fp32 GEMMs run on them, as TensorFlow's and
+    PyTorch's cuDNN convolutions do by default, unless ``tf32`` is False (``NVIDIA_TF32_OVERRIDE
+    =0``); the Winograd route stays on the CUDA cores."""
+    gpu = _gpu(device, precision, tf32)
+    return _conv_s(shape, pass_, gpu, precision, model or default_model())
 
 
 def dense_pass_s(
@@ -292,7 +313,9 @@ def dense_pass_s(
     device: DeviceSpec,
     precision: str = "fp32",
     model: KernelModel | None = None,
+    *,
+    tf32: bool = True,
 ) -> float:
     """Seconds of one pass of a fully connected layer: a 1x1 convolution over a 1x1 input."""
     shape = ConvShape(batch, 1, 1, n_in, n_out, 1, 1)
-    return conv_pass_s(shape, pass_, device, precision, model)
+    return conv_pass_s(shape, pass_, device, precision, model, tf32=tf32)
