@@ -67,6 +67,16 @@ class Prediction:
     comm_ops: list[dict[str, Any]]
     sim: SimResult = field(repr=False, compare=False)
 
+    @property
+    def track_record(self) -> dict[str, Any] | None:
+        """ddlsim's measured error for this method at this node count
+        (:func:`ddlsim.validate.track_record.lookup`); None for one GPU (nothing scales)."""
+        if self.inputs["n_gpus"] == 1:
+            return None
+        from ddlsim.validate.track_record import lookup
+
+        return lookup(self.inputs["comm"], self.inputs["nodes"])
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` output)."""
         return {
@@ -78,6 +88,7 @@ class Prediction:
             "breakdown": self.breakdown,
             "inputs": self.inputs,
             "comm_ops": self.comm_ops,
+            "track_record": self.track_record,
         }
 
 

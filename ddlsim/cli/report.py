@@ -6,6 +6,7 @@ from typing import Any
 
 from ddlsim.analysis.ttt import format_duration
 from ddlsim.api import Prediction
+from ddlsim.validate.track_record import format_line
 
 
 def _ms(seconds: float) -> str:
@@ -115,4 +116,10 @@ def format_prediction(p: Prediction) -> str:
         f"    engine         {i['engine']}",
         "",
     ]
+    record = p.track_record
+    if record is not None:
+        lines[-1:-1] = [
+            "  measured error (ddlsim validate, this method at this node count)",
+            f"    {format_line(record)}",
+        ]
     return "\n".join(lines)

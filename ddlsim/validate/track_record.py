@@ -1,0 +1,121 @@
+"""ddlsim's measured error, by communication method and node count: what ``ddlsim predict``
+quotes next to a prediction.
+
+``data/track_record.json`` is ``ddlsim validate traces/measured/runs.csv`` summarised per
+(method, regime), where the regime is the number of nodes (1, 2-8, 9-64, 65+): two passes, the
+default one (every row that states what a prediction needs) and the efficiency-only rows at 128
+and 512 GPUs under the configuration their source's era states (``HVD_README_EFF``: batch 64,
+fp32, Horovod 0.12, NCCL 2.1; marked ``assumed``). ``python scripts/track_record.py --write``
+rebuilds it and a test checks that the shipped file is what the model gives now, so the figure
+quoted is never stale. :func:`lookup` is light (no validation machinery is imported).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+from ddlsim.errors import CatalogError
+
+FILE = "track_record.json"
+#: node-count regimes: (label, fewest nodes, most nodes)
+REGIMES = (("1 node", 1, 1), ("2-8 nodes", 2, 8), ("9-64 nodes", 9, 64), ("65+ nodes", 65, None))
+#: the second pass: efficiency-only large-N rows under their era's stated configuration
+ASSUMED_PASS = {
+    "sources": ("HVD_README_EFF",),
+    "options": {
+        "assume_batch": 64,
+        "assume_precision": "fp32",
+        "horovod_version": "0.12",
+        "nccl_version": "2.1",
+    },
+    "why": "the source gives efficiency only; batch and precision assumed, its era's stack",
+}
+
+
+def regime(nodes: int) -> str:
+    """The regime label of a run on ``nodes`` nodes."""
+    for label, low, high in REGIMES:
+        if nodes >= low and (high is None or nodes <= high):
+            return label
+    raise ValueError(f"nodes must be >= 1, got {nodes}")
+
+
+@lru_cache(maxsize=1)
+def _document() -> dict[str, Any]:
+    try:
+        text = resources.files("ddlsim.validate").joinpath("data", FILE).read_text("utf-8")
+        return json.loads(text)
+    except (OSError, ValueError) as exc:
+        raise CatalogError(f"ddlsim/validate/data/{FILE} is unreadable: {exc}") from None
+
+
+def lookup(comm: str, nodes: int) -> dict[str, Any]:
+    """The measured error of ``comm`` at ``nodes`` nodes: ``{"comm", "regime", "n", "mape",
+    "median_ape", "bias", "worst_run_id", "worst_rel_error", "n_assumed", "source"}``;
+    ``n`` 0 (figures None) where no measured run of that method and regime exists."""
+    label = regime(nodes)
+    doc = _document()
+    entry = doc["by_comm_regime"].get(f"{comm} | {label}")
+    base = {"comm": comm, "regime": label, "source": doc["source"]}
+    if entry is None:
+        empty = dict.fromkeys(("mape", "median_ape", "bias", "worst_run_id", "worst_rel_error"))
+        return {**base, "n": 0, "n_assumed": 0, **empty}
+    return {**base, **entry}
+
+
+def summarise(default_rows: Sequence[Any], assumed_rows: Sequence[Any]) -> dict[str, Any]:
+    """The file's content from the two passes' :class:`~ddlsim.validate.core.RowResult` lists."""
+    from ddlsim.validate.core import PREDICTED
+    from ddlsim.validate.stats import error_stats
+
+    def nodes(run: Any) -> int:
+        per_node = run.gpus_per_node or run.gpus
+        return -(-run.gpus // per_node)
+
+    groups: dict[str, list[tuple[Any, bool]]] = {}
+    for rows, assumed in ((default_rows, False), (assumed_rows, True)):
+        for r in rows:
+            if r.status != PREDICTED or r.rel_error is None or r.assumption:
+                continue
+            key = f"{r.run.comm} | {regime(nodes(r.run))}"
+            groups.setdefault(key, []).append((r, assumed))
+    table = {}
+    for key in sorted(groups):
+        members = groups[key]
+        stats = error_stats([r for r, _ in members])
+        table[key] = {
+            "n": stats["n"],
+            "n_assumed": sum(assumed for _, assumed in members),
+            "mape": round(stats["mape"], 4),
+            "median_ape": round(stats["median_ape"], 4),
+            "bias": round(stats["mean_rel_error"], 4),
+            "worst_run_id": stats["worst_run_id"],
+            "worst_rel_error": round(stats["worst_rel_error"], 4),
+        }
+    return {
+        "what": "relative error of ddlsim's prediction (images/s, or the scaling efficiency "
+        "for efficiency-only rows) against measured runs, by communication method and node "
+        "count; bias > 0: ddlsim predicts faster than measured",
+        "source": "ddlsim validate traces/measured/runs.csv",
+        "assumed_pass": ASSUMED_PASS,
+        "regimes": [label for label, _, _ in REGIMES],
+        "by_comm_regime": table,
+    }
+
+
+def format_line(entry: dict[str, Any]) -> str:
+    """``horovod-nccl, 2-8 nodes: 18 measured runs, MAPE 6.0%, bias +5.7%`` (or none)."""
+    where = f"{entry['comm']}, {entry['regime']}"
+    if not entry["n"]:
+        return f"{where}: no measured run (unchecked there)"
+    assumed = (
+        f" ({entry['n_assumed']} efficiency-only, batch assumed)" if entry["n_assumed"] else ""
+    )
+    return (
+        f"{where}: {entry['n']} measured run(s){assumed}, MAPE {100 * entry['mape']:.1f}%, "
+        f"bias {100 * entry['bias']:+.1f}%"
+    )

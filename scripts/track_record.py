@@ -1,0 +1,57 @@
+"""Rebuild (or check) ddlsim/validate/data/track_record.json: the measured error that
+``ddlsim predict`` quotes, by communication method and node count.
+
+    python scripts/track_record.py            # print the table
+    python scripts/track_record.py --write    # rewrite the shipped file
+
+Runs ``ddlsim validate traces/measured/runs.csv`` twice: the default pass, and the large-N
+efficiency-only rows under their era's configuration (:data:`ASSUMED_PASS`); see
+:mod:`ddlsim.validate.track_record`.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from ddlsim.atomic import atomic_write_text
+from ddlsim.validate.core import validate_file
+from ddlsim.validate.options import ValidateOptions
+from ddlsim.validate.runs import load_runs
+from ddlsim.validate.track_record import ASSUMED_PASS, FILE, format_line, summarise
+
+ROOT = Path(__file__).resolve().parents[1]
+RUNS = ROOT / "traces" / "measured" / "runs.csv"
+OUT = ROOT / "ddlsim" / "validate" / "data" / FILE
+
+
+def build(runs_csv: Path = RUNS) -> dict:
+    """The track record of the current model over ``runs_csv``."""
+    table = load_runs(runs_csv)
+    default = validate_file(table, ValidateOptions())
+    options = ValidateOptions(**ASSUMED_PASS["options"])
+    assumed = validate_file(table, options, sources=set(ASSUMED_PASS["sources"]))
+    return summarise(default, assumed)
+
+
+def render(doc: dict) -> str:
+    """The file's text (sorted keys, one trailing newline)."""
+    return json.dumps(doc, indent=1, sort_keys=True) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    """Print the table; ``--write`` stores it."""
+    doc = build()
+    for key in doc["by_comm_regime"]:
+        comm, label = key.split(" | ")
+        entry = {**doc["by_comm_regime"][key], "comm": comm, "regime": label}
+        print(format_line(entry))
+    if "--write" in argv:
+        atomic_write_text(OUT, render(doc))
+        print(f"wrote {OUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

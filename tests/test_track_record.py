@@ -1,0 +1,65 @@
+"""The measured error predict quotes: the shipped table is what the current model gives on
+traces/measured/runs.csv, looked up by method and node count, shown in the report and JSON."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+import ddlsim
+from ddlsim.cli.main import main
+from ddlsim.validate import track_record
+from ddlsim.validate.track_record import format_line, lookup, regime
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("track_record_script", ROOT / "scripts" /
+                                                  "track_record.py")  # fmt: skip
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize(
+    ("nodes", "label"),
+    [(1, "1 node"), (2, "2-8 nodes"), (8, "2-8 nodes"), (9, "9-64 nodes"), (64, "9-64 nodes"),
+     (65, "65+ nodes"), (512, "65+ nodes")],
+)  # fmt: skip
+def test_regimes(nodes, label):
+    assert regime(nodes) == label
+    with pytest.raises(ValueError):
+        regime(0)
+
+
+def test_the_shipped_table_is_what_the_model_gives_now():
+    """Regenerate with python scripts/track_record.py --write after a change of the model."""
+    script = _script()
+    shipped = (ROOT / "ddlsim" / "validate" / "data" / track_record.FILE).read_text()
+    assert script.render(script.build()) == shipped
+
+
+def test_lookup_and_its_line():
+    hvd = lookup("horovod-nccl", 4)
+    assert hvd["regime"] == "2-8 nodes" and hvd["n"] == 6 and hvd["n_assumed"] == 0
+    assert 0 < hvd["mape"] < 1 and hvd["worst_run_id"].startswith("DLPERF2020")
+    big = lookup("horovod-nccl", 128)
+    assert big["n"] == big["n_assumed"] == 3 and big["mape"] < 0.05
+    assert "3 measured run(s) (3 efficiency-only, batch assumed)" in format_line(big)
+    none = lookup("byteps", 16)
+    assert none["n"] == 0 and none["mape"] is None
+    assert format_line(none) == "byteps, 9-64 nodes: no measured run (unchecked there)"
+
+
+def test_predict_quotes_it(capsys):
+    assert main(["predict", "--model", "resnet50", "--gpus", "32", "--inter-node", "ib-edr"]) == 0
+    out = capsys.readouterr().out
+    assert "  measured error (ddlsim validate, this method at this node count)" in out
+    assert f"    {format_line(lookup('horovod-nccl', 4))}" in out
+    p = ddlsim.predict(model="resnet50", gpus=32, inter_node="ib-edr")
+    assert json.loads(json.dumps(p.to_dict()))["track_record"] == lookup("horovod-nccl", 4)
+    assert ddlsim.predict(model="resnet50").to_dict()["track_record"] is None
