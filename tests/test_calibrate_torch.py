@@ -177,6 +177,8 @@ def test_pass_times_every_layer_and_explains_the_step(profiled):
     prov = prof.provenance
     assert prov["framework"] == "pytorch" and prov["method"] == "torch-profiler"
     assert prov["torch"] == torch.__version__ and prov["device_name"]
+    # PyTorch's defaults: TF32 convolutions on, TF32 matrix products off (Ampere and later)
+    assert prov["tf32"] == {"cudnn_convolutions": True, "matmul": False}
     assert 0.9 <= prov["accounted_over_step"] <= 1.1  # layers + unattributed = the step
     assert "Optimizer.step#SGD.step" in prov["top_unattributed_s"]
     assert "torch-profiler" in stdout and str(path) in stdout

@@ -166,6 +166,12 @@ def profile_pass(
         + (", autocast fp16, dynamic loss scaling" if precision == "amp" else ""),
         "layout": "NCHW",
         "time_source": "CUDA kernel time" if gpu else "CPU wall time of the ops",
+        # fp32 arithmetic on Ampere and later: PyTorch's TF32 switches as they were (convolutions
+        # default to TF32, matrix products not), the kernel model's fp32 assumes convolutions on
+        "tf32": {
+            "cudnn_convolutions": bool(torch.backends.cudnn.allow_tf32),
+            "matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+        },
     }
     device_info = {
         "reported_name": target.device.reported_name,
