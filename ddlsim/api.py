@@ -22,7 +22,7 @@ from ddlsim.analysis.ttt import (
     validate_ttt_inputs,
 )
 from ddlsim.cluster import catalog
-from ddlsim.cluster.specs import Cluster
+from ddlsim.cluster.specs import Cluster, DeviceSpec
 from ddlsim.comm import NCCL_METHODS, make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
@@ -36,6 +36,9 @@ from ddlsim.strategy import Strategy
 from ddlsim.units import MiB
 from ddlsim.workload import calibration_use
 from ddlsim.workload import profile as profile_io
+from ddlsim.workload.layers import ModelSpec
+from ddlsim.workload.profile import ModelProfile
+from ddlsim.workload.retime import roofline_retime
 from ddlsim.workload.store import find_profile
 from ddlsim.workload.workload import Workload
 from ddlsim.workload.zoo import get_model
@@ -148,6 +151,7 @@ def prepare(
     horovod_version: str = DEFAULT_HOROVOD_VERSION,
     response_cache: bool = True,
     fp16_allreduce: bool = False,
+    tf32: bool = True,
     calibration: str | None = None,
     single_gpu_throughput: float | None = None,
 ) -> Setup:
@@ -162,7 +166,9 @@ def prepare(
     negotiation scheme and the defaults of ``fusion_threshold_mb`` and ``cycle_time_ms``;
     ``nccl_version`` which (algorithm, protocol) NCCL picks per call (``algorithm`` /
     ``nccl_protocol`` ``auto``); with an NCCL method and no ``transport``, the transport NCCL
-    picks on the network (RDMA where the NICs offer it).
+    picks on the network (RDMA where the NICs offer it). ``tf32`` False re-times an fp32
+    calibration on a GPU with TF32 tensor cores (A100, H100) for true fp32 arithmetic
+    (``NVIDIA_TF32_OVERRIDE=0``) by per-layer kernel-model ratios; elsewhere it changes nothing.
     """
     file_prof = profile_io.load(calibration) if calibration is not None else None
     model, gpu, batch, precision = calibration_use.resolve_defaults(
@@ -217,6 +223,8 @@ def prepare(
     else:
         prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
         source = prof.path or prof.provenance.get("from_file")
+    if not tf32 and tf32_applies(cluster.device, strategy.precision):
+        prof = _without_tf32(prof, spec, cluster.device)
     workload = _workload(spec, strategy, prof, single_gpu_throughput)
     comm_model = make_comm_model(
         strategy.comm,
@@ -234,6 +242,24 @@ def prepare(
     input_s = batch * cluster.local_gpus / node_rate if strategy.host_decodes_input else 0.0
     dag = build_dag(workload, strategy, input_time_s=input_s, n_ps=comm_model.n_channels())
     return Setup(workload, cluster, strategy, comm_model, dag, input_s, source)
+
+
+def tf32_applies(device: DeviceSpec, precision: str) -> bool:
+    """Whether TF32 is in play: fp32 on a GPU with TF32 tensor cores (Ampere and later)."""
+    return precision == "fp32" and device.peak_tf32_flops is not None
+
+
+def _without_tf32(prof: ModelProfile, spec: ModelSpec, device: DeviceSpec) -> ModelProfile:
+    """``prof`` (fp32 with TF32 convolutions) re-timed for CUDA-core fp32 on the same GPU."""
+    strict = replace(device, peak_tf32_flops=None)
+    retimed = roofline_retime(prof, spec, device, strict, prof.batch_per_gpu)
+    provenance = {
+        "method": prof.provenance.get("method", "unknown"),
+        "retimed": "TF32 off (NVIDIA_TF32_OVERRIDE=0): per-layer kernel-model ratios of "
+        "CUDA-core fp32 to TF32 on the same GPU",
+        "base": prof.provenance,
+    }
+    return replace(retimed, provenance=provenance, path=prof.path)
 
 
 def predict(
@@ -296,6 +322,8 @@ def predict(
         interference=options.interference,
     )
     inputs.update(record(call, setup))
+    in_play = tf32_applies(setup.cluster.device, strategy.precision)
+    inputs["tf32"] = bool(config.get("tf32", True)) if in_play else None
     if strategy.host_decodes_input:
         inputs["host_input_images_per_s"] = batch * setup.cluster.local_gpus / setup.input_time_s
     return Prediction(

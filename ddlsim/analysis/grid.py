@@ -94,6 +94,7 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
         "dataset_images": _int("dataset_images", 1, 10**12),
         "hierarchical": _bool("hierarchical"),
         "fp16_allreduce": _bool("fp16_allreduce"),
+        "tf32": _bool("tf32"),
         "ps_colocated": _bool("ps_colocated"),
     }
 

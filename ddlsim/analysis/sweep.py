@@ -49,6 +49,7 @@ INPUT_COLUMNS = (
     "nccl_protocol",
     "horovod_version",
     "fp16_allreduce",
+    "tf32",
     "engine",
     "epochs",
     "dataset_images",

@@ -33,6 +33,18 @@ class Rule:
     context: tuple[str, ...]  # the keywords whose values decide (named in the warning)
 
 
+def _has_tf32(gpu: object) -> bool:
+    """Whether the catalog GPU ``gpu`` (default p100) has TF32 tensor cores; an unknown name
+    counts as yes (predict names it in its own error)."""
+    from ddlsim.cluster import catalog
+    from ddlsim.errors import DdlsimError
+
+    try:
+        return catalog.device(str(gpu or "p100")).peak_tf32_flops is not None
+    except DdlsimError:
+        return True
+
+
 def _comm_in(*methods: str) -> Callable[[Config], bool]:
     return lambda c: c.get("comm") in methods
 
@@ -123,6 +135,13 @@ RULES = (
         ("comm",),
     ),
     Rule(
+        "tf32",
+        "--no-tf32",
+        lambda c: c.get("precision") in (None, "fp32") and _has_tf32(c.get("gpu")),
+        "TF32 is in play only for fp32 on a GPU with TF32 tensor cores (a100, h100)",
+        ("gpu", "precision"),
+    ),
+    Rule(
         "input_pipeline",
         "--input-pipeline",
         lambda c: c.get("data") == "real",
@@ -156,7 +175,7 @@ RULES = (
 def _flag_value(keyword: str, value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
-    return str(value)
+    return "default" if value is None else str(value)
 
 
 def inapplicable(configs: Iterable[Config]) -> list[str]:

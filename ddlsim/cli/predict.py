@@ -182,6 +182,13 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="hvd.Compression.fp16: exchange gradients in fp16",
     )
+    p.add_argument(
+        "--no-tf32",
+        action="store_true",
+        help="fp32 on a GPU with TF32 tensor cores (a100, h100) as true fp32 "
+        "(NVIDIA_TF32_OVERRIDE=0); by default fp32 convolutions run on TF32, as TensorFlow 2.4+ "
+        "and PyTorch do",
+    )
     p.add_argument("--engine", default="fast", choices=("fast", "detailed"), help="default: fast")
     p.add_argument(
         "--calibration",
@@ -272,6 +279,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "horovod_version": args.horovod_version,
         "response_cache": not args.no_response_cache,
         "fp16_allreduce": args.fp16_allreduce,
+        "tf32": not args.no_tf32,
         "engine": args.engine,
         "calibration": args.calibration,
         "single_gpu_throughput": args.single_gpu_throughput,

@@ -8,6 +8,9 @@ from ddlsim.analysis.ttt import format_duration
 from ddlsim.api import Prediction
 from ddlsim.validate.track_record import format_line
 
+#: how fp32 ran, where TF32 is in play (inputs["tf32"]; None elsewhere)
+_TF32 = {True: " (TF32 tensor cores)", False: " (TF32 off)"}
+
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:9.2f} ms"
@@ -109,7 +112,8 @@ def format_prediction(p: Prediction) -> str:
         f"{i['nccl_protocol']}{_nccl_choices(p.comm_ops)}",
         f"    sync           rank sigma {i['rank_sigma']:g}, host contention "
         f"{100 * i['host_contention']:g} %, interference {'on' if i['interference'] else 'off'}",
-        f"    batch          {i['batch_per_gpu']} per GPU, {i['precision']}, {i['data']} data, "
+        f"    batch          {i['batch_per_gpu']} per GPU, {i['precision']}"
+        f"{_TF32.get(i.get('tf32'), '')}, {i['data']} data, "
         f"gradients {i['grad_dtype']}",
         f"    calibration    {cal['method']}: {_calibration_source(cal, source)}",
         f"                   {cal['device_rule']}",
