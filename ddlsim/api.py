@@ -36,6 +36,7 @@ from ddlsim.strategy import Strategy
 from ddlsim.units import MiB
 from ddlsim.workload import calibration_use
 from ddlsim.workload import profile as profile_io
+from ddlsim.workload.kernels import without_tf32
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import ModelProfile
 from ddlsim.workload.retime import roofline_retime
@@ -251,8 +252,7 @@ def tf32_applies(device: DeviceSpec, precision: str) -> bool:
 
 def _without_tf32(prof: ModelProfile, spec: ModelSpec, device: DeviceSpec) -> ModelProfile:
     """``prof`` (fp32 with TF32 convolutions) re-timed for CUDA-core fp32 on the same GPU."""
-    strict = replace(device, peak_tf32_flops=None)
-    retimed = roofline_retime(prof, spec, device, strict, prof.batch_per_gpu)
+    retimed = roofline_retime(prof, spec, device, without_tf32(device), prof.batch_per_gpu)
     provenance = {
         "method": prof.provenance.get("method", "unknown"),
         "retimed": "TF32 off (NVIDIA_TF32_OVERRIDE=0): per-layer kernel-model ratios of "

@@ -33,12 +33,9 @@ import sys
 import time
 from pathlib import Path
 
-SHAPE_COLUMNS = (
-    "in_w", "in_h", "in_c", "batch", "out_k",
-    "filter_h", "filter_w", "pad_h", "pad_w", "stride_h", "stride_w",
-)  # fmt: skip
-PASSES = ("fwd", "bwd_data", "bwd_filter")
-MATHS = ("fp32", "tf32", "fp16")
+from ddlsim.workload.kernel_check import MATHS, SHAPE_COLUMNS, TIME_COLUMNS
+from ddlsim.workload.kernels import PASSES
+
 DEFAULT_SHAPES = Path(__file__).resolve().parent.parent / (
     "traces/measured/kernels/deepbench_conv_fp32.csv"
 )
@@ -209,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         rows = measure(torch, shapes, math, device, args.reps, args.trials)
         path = args.out_dir / f"{prefix}_{math}.csv"
-        columns = ["gpu", "math", *SHAPE_COLUMNS, *(f"{p}_ms" for p in PASSES)]
+        columns = ["gpu", "math", *SHAPE_COLUMNS, *TIME_COLUMNS]
         tmp = path.with_suffix(".csv.tmp")
         with open(tmp, "w", newline="") as f:
             out = csv.DictWriter(f, fieldnames=columns)

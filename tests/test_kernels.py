@@ -113,9 +113,8 @@ def test_fp32_runs_on_tf32_tensor_cores_where_the_gpu_has_them():
         dev = catalog.device(gpu)
         on, off = (conv_pass_s(big, "fwd", dev, tf32=flag) for flag in (True, False))
         flops = big.flops
-        assert off == pytest.approx(
-            kernels._conv_s(big, "fwd", kernels._gpu(dev, "fp32", False), "fp32", model)
-        )
+        strict = kernels._gpu(kernels.without_tf32(dev), "fp32")
+        assert off == pytest.approx(kernels._conv_s(big, "fwd", strict, "fp32", model))
         # the TF32 route: at most the tensor-core rate, and well above CUDA-core fp32
         rate = dev.peak_tf32_flops * model.fwd_efficiency * model.tensor_core_efficiency_ratio
         assert on >= flops / rate

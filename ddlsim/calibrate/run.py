@@ -21,6 +21,7 @@ import socket
 import statistics
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -28,9 +29,11 @@ from typing import Any
 from ddlsim import __version__
 from ddlsim.calibrate import tf_env
 from ddlsim.calibrate.defaults import DEFAULT_STEPS, DEFAULT_WARMUP_STEPS
+from ddlsim.calibrate.definitions import GradientTensor
 from ddlsim.calibrate.devices import Target
 from ddlsim.calibrate.profiler import STEP_EVENT, Attribution, attribute, read_trace
 from ddlsim.errors import CalibrationError
+from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import LayerTiming, ModelProfile
 from ddlsim.workload.zoo import get_model
 
@@ -78,8 +81,14 @@ def _check_gradients(model: Any, name: str) -> dict[str, int]:
             f"the Keras model of {name} does not match the zoo's gradient tensors "
             f"(only in Keras: {sorted(ours - zoo)[:3]}, only in the zoo: {sorted(zoo - ours)[:3]})"
         )
+    return grad_bytes_per_layer(spec, model.gradient_tensors())
+
+
+def grad_bytes_per_layer(spec: ModelSpec, tensors: Iterable[GradientTensor]) -> dict[str, int]:
+    """Gradient bytes per zoo layer of ``spec`` (every layer, 0 without weights) from a
+    framework model's ``gradient_tensors()`` (checked against the zoo's)."""
     per_layer = {layer.name: 0 for layer in spec.layers}
-    for t in model.gradient_tensors():
+    for t in tensors:
         per_layer[t.layer] += t.nbytes
     return per_layer
 

@@ -34,6 +34,7 @@ from ddlsim.calibrate.run import (
     PassResult,
     _warnings,
     attributed_profile,
+    grad_bytes_per_layer,
     now_utc,
 )
 from ddlsim.calibrate.torch_profiler import STEP_EVENT, attribute, read_events
@@ -56,10 +57,7 @@ def check_gradients(model: Any, name: str) -> dict[str, int]:
             f"(only in PyTorch: {sorted(set(ours) - set(zoo))[:3]}, "
             f"only in the zoo: {sorted(set(zoo) - set(ours))[:3]})"
         )
-    per_layer = {layer.name: 0 for layer in spec.layers}
-    for t in model.gradient_tensors():
-        per_layer[t.layer] += t.nbytes
-    return per_layer
+    return grad_bytes_per_layer(spec, model.gradient_tensors())
 
 
 def _step_fn(torch: Any, model: Any, images: Any, labels: Any, amp: bool, gpu: bool) -> Any:

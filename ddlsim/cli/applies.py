@@ -33,14 +33,15 @@ class Rule:
     context: tuple[str, ...]  # the keywords whose values decide (named in the warning)
 
 
-def _has_tf32(gpu: object) -> bool:
-    """Whether the catalog GPU ``gpu`` (default p100) has TF32 tensor cores; an unknown name
-    counts as yes (predict names it in its own error)."""
+def _tf32_in_play(gpu: object, precision: object) -> bool:
+    """:func:`ddlsim.api.tf32_applies` for the catalog GPU ``gpu`` (default p100) at
+    ``precision`` (default fp32); an unknown name counts as yes (predict names it)."""
+    from ddlsim.api import tf32_applies
     from ddlsim.cluster import catalog
     from ddlsim.errors import DdlsimError
 
     try:
-        return catalog.device(str(gpu or "p100")).peak_tf32_flops is not None
+        return tf32_applies(catalog.device(str(gpu or "p100")), str(precision or "fp32"))
     except DdlsimError:
         return True
 
@@ -137,7 +138,7 @@ RULES = (
     Rule(
         "tf32",
         "--no-tf32",
-        lambda c: c.get("precision") in (None, "fp32") and _has_tf32(c.get("gpu")),
+        lambda c: _tf32_in_play(c.get("gpu"), c.get("precision")),
         "TF32 is in play only for fp32 on a GPU with TF32 tensor cores (a100, h100)",
         ("gpu", "precision"),
     ),

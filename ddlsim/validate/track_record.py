@@ -69,12 +69,12 @@ def lookup(comm: str, nodes: int) -> dict[str, Any]:
 
 def summarise(default_rows: Sequence[Any], assumed_rows: Sequence[Any]) -> dict[str, Any]:
     """The file's content from the two passes' :class:`~ddlsim.validate.core.RowResult` lists."""
+    from ddlsim.cluster.catalog import build_cluster
     from ddlsim.validate.core import PREDICTED
     from ddlsim.validate.stats import error_stats
 
-    def nodes(run: Any) -> int:
-        per_node = run.gpus_per_node or run.gpus
-        return -(-run.gpus // per_node)
+    def nodes(run: Any) -> int:  # as predicted: predict's default node size where not stated
+        return build_cluster(run.gpu, run.gpus, run.gpus_per_node).n_nodes
 
     groups: dict[str, list[tuple[Any, bool]]] = {}
     for rows, assumed in ((default_rows, False), (assumed_rows, True)):

@@ -188,7 +188,12 @@ class _Gpu:
     winograd_flops: float = 0.0
 
 
-def _gpu(device: DeviceSpec, precision: str, tf32: bool = True) -> _Gpu:
+def without_tf32(device: DeviceSpec) -> DeviceSpec:
+    """``device`` with TF32 off (``NVIDIA_TF32_OVERRIDE=0``): fp32 on the CUDA cores."""
+    return replace(device, peak_tf32_flops=None)
+
+
+def _gpu(device: DeviceSpec, precision: str) -> _Gpu:
     if device.sm_count is None:
         raise ConfigError(f"device {device.id!r} has no SM count: the kernel model is for GPUs")
     mem, sms = device.mem_bandwidth_Bps, device.sm_count
@@ -200,7 +205,7 @@ def _gpu(device: DeviceSpec, precision: str, tf32: bool = True) -> _Gpu:
             )
         return _Gpu(device.peak_fp16_flops, mem, sms, tensor_cores=True)
     fp32 = device.peak_fp32_flops
-    if tf32 and device.peak_tf32_flops is not None:
+    if device.peak_tf32_flops is not None:
         return _Gpu(device.peak_tf32_flops, mem, sms, tensor_cores=True, winograd_flops=fp32)
     return _Gpu(fp32, mem, sms, winograd_flops=fp32)
 
@@ -301,7 +306,7 @@ def conv_pass_s(
     GPU with TF32 tensor cores (Ampere and later) fp32 GEMMs run on them, as TensorFlow's and
     PyTorch's cuDNN convolutions do by default, unless ``tf32`` is False (``NVIDIA_TF32_OVERRIDE
     =0``); the Winograd route stays on the CUDA cores."""
-    gpu = _gpu(device, precision, tf32)
+    gpu = _gpu(device if tf32 else without_tf32(device), precision)
     return _conv_s(shape, pass_, gpu, precision, model or default_model())
 
 
@@ -313,9 +318,7 @@ def dense_pass_s(
     device: DeviceSpec,
     precision: str = "fp32",
     model: KernelModel | None = None,
-    *,
-    tf32: bool = True,
 ) -> float:
     """Seconds of one pass of a fully connected layer: a 1x1 convolution over a 1x1 input."""
     shape = ConvShape(batch, 1, 1, n_in, n_out, 1, 1)
-    return conv_pass_s(shape, pass_, device, precision, model, tf32=tf32)
+    return conv_pass_s(shape, pass_, device, precision, model)
