@@ -134,6 +134,7 @@ def prepare(
     intra_node: str | None = None,
     inter_node: str | None = None,
     transport: str | None = None,
+    nics_per_node: int = 1,
     comm: str = "horovod-nccl",
     n_ps: int | None = None,
     ps_colocated: bool = True,
@@ -161,8 +162,9 @@ def prepare(
     ``model``, ``gpu``, ``batch`` and ``precision`` left at None take the ``calibration``
     file's own values, else resnet50, p100, 64, fp32; a given value that contradicts the file's
     model, batch or precision is an error, another catalog ``gpu`` re-times the file for that
-    GPU (:mod:`ddlsim.workload.calibration_use`). ``host_input_images_per_s`` is what one
-    node's host CPUs decode per second with real data (default: the reference server's
+    GPU (:mod:`ddlsim.workload.calibration_use`). ``nics_per_node`` NICs per node (multi-rail:
+    DGX-1 4, DGX-2 and DGX A100/H100 8) add up their bandwidth. ``host_input_images_per_s`` is
+    what one node's host CPUs decode per second with real data (default: the reference server's
     hardware threads x :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`). ``horovod_version`` sets the
     negotiation scheme and the defaults of ``fusion_threshold_mb`` and ``cycle_time_ms``;
     ``nccl_version`` which (algorithm, protocol) NCCL picks per call (``algorithm`` /
@@ -177,8 +179,9 @@ def prepare(
     )
     spec = get_model(model)
     cluster = catalog.build_cluster(
-        gpu, gpus, gpus_per_node, intra_node, inter_node, transport, nccl=comm in NCCL_METHODS
-    )
+        gpu, gpus, gpus_per_node, intra_node, inter_node, transport, nics_per_node,
+        nccl=comm in NCCL_METHODS,
+    )  # fmt: skip
     release = horovod_release(horovod_version)
     strategy_kwargs: dict[str, Any] = {
         "fusion_threshold_bytes": release.fusion_threshold_bytes,

@@ -85,6 +85,7 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
         "engine": _names("engine", lambda: ENGINES),
         "gpus": _int("gpus", 1, 1_000_000),
         "gpus_per_node": _int("gpus_per_node", 1, 64),
+        "nics_per_node": _int("nics_per_node", 1, 64),
         "n_ps": _int("n_ps", 1, 100_000),
         "batch": _int("batch", 1, 65536),
         "fusion_threshold_mb": _float("fusion_threshold_mb", 0, 65536),

@@ -36,6 +36,7 @@ INPUT_COLUMNS = (
     "intra_node",
     "inter_node",
     "transport",
+    "nics_per_node",
     "comm",
     "n_ps",
     "batch_per_gpu",
@@ -227,8 +228,8 @@ def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str
 
 #: columns parsed as numbers when a sweep file is read back
 NUMERIC_COLUMNS = frozenset(
-    {"gpus", "gpus_per_node", "n_ps", "batch_per_gpu", "fusion_threshold_mb", "cycle_time_ms"}
-    | {"epochs", "dataset_images", *RESULT_COLUMNS}
+    {"gpus", "gpus_per_node", "nics_per_node", "n_ps", "batch_per_gpu"}
+    | {"fusion_threshold_mb", "cycle_time_ms", "epochs", "dataset_images", *RESULT_COLUMNS}
 )
 
 

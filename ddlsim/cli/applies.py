@@ -46,11 +46,35 @@ def _tf32_in_play(gpu: object, precision: object) -> bool:
         return True
 
 
+def _multi_node(c: Config) -> bool:
+    """Whether the configuration spans several nodes (build_cluster's defaults); a
+    configuration that does not resolve counts as yes (predict names what is wrong)."""
+    from ddlsim.cluster import catalog
+    from ddlsim.errors import DdlsimError
+
+    try:
+        return (
+            catalog.build_cluster(
+                str(c.get("gpu") or "p100"), int(c.get("gpus") or 1), c.get("gpus_per_node")
+            ).n_nodes
+            > 1
+        )
+    except (DdlsimError, TypeError, ValueError):
+        return True
+
+
 def _comm_in(*methods: str) -> Callable[[Config], bool]:
     return lambda c: c.get("comm") in methods
 
 
 RULES = (
+    Rule(
+        "nics_per_node",
+        "--nics-per-node",
+        _multi_node,
+        "network adapters matter only between nodes",
+        ("gpus", "gpus_per_node"),
+    ),
     Rule(
         "n_ps",
         "--n-ps",

@@ -86,6 +86,14 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         "--transport", default=None, help="tcp or rdma (default: the network's usual one)"
     )
     p.add_argument(
+        "--nics-per-node",
+        type=_int,
+        default=1,
+        metavar="N",
+        help="network adapters per node, their bandwidth added up (multi-rail; DGX-1 4, DGX-2 "
+        "and DGX A100/H100 8; default: 1)",
+    )
+    p.add_argument(
         "--comm",
         default="horovod-nccl",
         choices=COMM_METHODS,
@@ -261,6 +269,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "intra_node": args.intra_node,
         "inter_node": args.inter_node,
         "transport": args.transport,
+        "nics_per_node": args.nics_per_node,
         "comm": args.comm,
         "n_ps": args.n_ps,
         "ps_colocated": not args.ps_dedicated,

@@ -47,6 +47,12 @@ def _nccl_choices(ops: list[dict[str, Any]]) -> str:
     return "; ran " + ", ".join(f"{k} x {n}" for k, n in sorted(counts.items()))
 
 
+def _nics(inputs: dict) -> str:
+    """``4 NICs x `` before a multi-rail node's per-NIC bandwidth; nothing for one NIC."""
+    n = inputs.get("nics_per_node") or 1
+    return f"{n} NICs x " if n > 1 else ""
+
+
 def format_prediction(p: Prediction) -> str:
     """Multi-line text report: throughput, breakdown, assumptions."""
     i = p.inputs
@@ -99,7 +105,7 @@ def format_prediction(p: Prediction) -> str:
         ),
         f"    inter-node     {i['inter_node']}"
         + (
-            f", {i['nic_bandwidth_Gbps']:.1f} Gb/s effective, {i['transport']}"
+            f", {_nics(i)}{i['nic_bandwidth_Gbps']:.1f} Gb/s effective, {i['transport']}"
             if i.get("nic_bandwidth_Gbps")
             else ""
         ),

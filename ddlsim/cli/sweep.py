@@ -25,6 +25,7 @@ _PARAMS = (
     ("--intra-node", "intra_node", str),
     ("--inter-node", "inter_node", str),
     ("--transport", "transport", str),
+    ("--nics-per-node", "nics_per_node", int),
     ("--comm", "comm", str),
     ("--n-ps", "n_ps", int),
     ("--batch", "batch", int),

@@ -22,7 +22,8 @@ Decisions (documented in ``ddlsim validate --help``, the README and docs/design.
   ``azure-eth`` -> 10 Gb/s) is predicted under that assumption; the plan carries it
   (``assumption``) so that reports keep such rows out of the headline.
 - Empty cells left to predict's defaults are listed in the row's notes: ``data`` (synthetic
-  assumed), ``intra_node`` (the GPU's usual server), ``gpus_per_node``, ``transport``.
+  assumed), ``intra_node`` (the GPU's usual server), ``gpus_per_node``, ``transport``, and on
+  multi-node rows ``nics_per_node`` (1 assumed).
 - ``variant`` tokens map onto predict's options where one exists: ``ps-colocated`` ->
   ``ps_colocated=True``; the parameter device (``ps-vars-on-cpu`` / ``ps-vars-on-gpu`` /
   ``local_parameter_device=gpu``) -> ``ps_placement``; ``dali`` (GPU input pipeline) ->
@@ -143,6 +144,7 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         "intra_node": run.intra_node or None,
         "inter_node": run.inter_node or None,
         "transport": (run.transport or None) if multi_node else None,
+        "nics_per_node": run.nics_per_node or 1,
         "comm": run.comm,
         "n_ps": run.n_ps,
         "batch": batch,
@@ -269,6 +271,8 @@ def _defaults_notes(run: Run, multi_node: bool) -> list[str]:
         notes.append("gpus_per_node not stated: predict's default")
     if multi_node and not run.transport:
         notes.append("transport not stated: the network's default")
+    if multi_node and run.nics_per_node is None:
+        notes.append("nics_per_node not stated: 1 NIC per node assumed")
     return notes
 
 

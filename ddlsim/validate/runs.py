@@ -9,7 +9,8 @@ required cell, a count or value that is not a positive finite number) becomes a
 
 Both refuse the whole *file* (ConfigError) when it is unreadable, not UTF-8, has broken CSV
 quoting, is empty, or its header lacks a required column, names a column twice, or has neither
-value column. Extra columns are ignored and missing optional columns read as empty cells.
+value column. Extra columns are ignored and missing optional columns read as empty cells;
+:data:`OPTIONAL_COLUMNS` (``nics_per_node``) are read by name after the schema's.
 :func:`format_rows` writes rows in the schema's column order (written with
 :mod:`ddlsim.atomic`).
 """
@@ -49,6 +50,8 @@ COLUMNS: tuple[str, ...] = (
     "from_figure",
     "note",
 )
+#: columns a file may add after the schema's (read by name; written only when a row has one)
+OPTIONAL_COLUMNS: tuple[str, ...] = ("nics_per_node",)
 REQUIRED_COLUMNS = ("run_id", "model", "gpu", "gpus")
 VALUE_COLUMNS = ("images_per_sec", "scaling_efficiency")
 
@@ -76,6 +79,7 @@ class Run:
     intra_node: str
     inter_node: str
     transport: str
+    nics_per_node: int | None
     comm: str
     n_ps: int | None
     variant: tuple[str, ...]
@@ -308,6 +312,7 @@ def _run(cells: _Cells, line: int) -> Run:
         intra_node=cells.text("intra_node"),
         inter_node=cells.text("inter_node"),
         transport=cells.text("transport"),
+        nics_per_node=cells.integer("nics_per_node"),
         comm=cells.text("comm"),
         n_ps=cells.integer("n_ps"),
         variant=tuple(t.strip() for t in cells.text("variant").split(";") if t.strip()),
@@ -323,13 +328,18 @@ def _run(cells: _Cells, line: int) -> Run:
 
 
 def format_rows(rows: Iterable[Mapping[str, object]]) -> str:
-    """The CSV text of ``rows`` (dicts keyed by column; missing keys = empty cells)."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
+    """The CSV text of ``rows`` (dicts keyed by column; missing keys = empty cells): the
+    schema's columns, then the optional ones that some row fills."""
+    rows = [dict(row) for row in rows]
     for row in rows:
-        unknown = set(row) - set(COLUMNS)
+        unknown = set(row) - set(COLUMNS) - set(OPTIONAL_COLUMNS)
         if unknown:
             raise ConfigError(f"not schema columns: {', '.join(sorted(unknown))}")
-        writer.writerow(["" if row.get(c) is None else str(row.get(c)) for c in COLUMNS])
+    extra = [c for c in OPTIONAL_COLUMNS if any(row.get(c) is not None for row in rows)]
+    columns = [*COLUMNS, *extra]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if row.get(c) is None else str(row.get(c)) for c in columns])
     return out.getvalue()
