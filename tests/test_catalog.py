@@ -187,9 +187,9 @@ def test_rdma_is_faster_and_lower_latency_than_tcp(name: str) -> None:
 
 
 def test_default_transports() -> None:
-    for name in ("10gbe", "25gbe", "40gbe", "100gbe", "ec2", "azure-eth"):
+    for name in ("10gbe", "25gbe", "40gbe", "50gbe", "100gbe", "200gbe", "ec2", "azure-eth"):
         assert catalog.network(name).default_transport == "tcp", name
-    for name in ("ib-fdr", "ib-edr", "ib-hdr", "ib", "aries"):
+    for name in ("ib-fdr", "ib-edr", "ib-hdr", "ib-ndr", "ib", "aries"):
         assert catalog.network(name).default_transport == "rdma", name
     for name in catalog.intra_link_names():
         # GPU fabrics default to peer-to-peer; CPU workers' loopback is TCP
@@ -605,3 +605,12 @@ def test_other_file_level_corruptions(tmp_path: Path) -> None:
     doc["inter"]["ec2"]["by_gpu"]["tpu"] = {"instance": "x", "bandwidth_Gbps": 1, "source": "y"}
     with pytest.raises(CatalogError, match="by_gpu 'tpu'"):
         catalog._load_catalog(links_path=_write(tmp_path, "l2.json", doc))
+
+
+def test_faster_generations_of_a_family_are_faster_over_rdma() -> None:
+    for family in (
+        ("10gbe", "25gbe", "40gbe", "50gbe", "100gbe", "200gbe"),
+        ("ib-fdr", "ib-edr", "ib-hdr", "ib-ndr"),
+    ):
+        rates = [catalog.network(name).bandwidth_Bps("rdma") for name in family]
+        assert rates == sorted(rates) and len(set(rates)) == len(rates), family
