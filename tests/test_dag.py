@@ -6,6 +6,7 @@ import networkx as nx
 import pytest
 
 from ddlsim.api import prepare
+from ddlsim.comm.placement import place
 from ddlsim.dag import COMM_KINDS, EdgeKind, NodeKind, build_dag, nodes_in_order
 from ddlsim.workload.zoo import get_model
 
@@ -62,7 +63,15 @@ def test_parameter_server_pulls_feed_forward_and_pushes_follow_backward():
     g = prepare("vgg16", 8, comm="ps", n_ps=3, gpus_per_node=4).dag
     pulls = nodes_in_order(g, NodeKind.PULL)
     pushes = nodes_in_order(g, NodeKind.PUSH)
-    assert len(pulls) == len(pushes) == len(get_model("vgg16").tensors)  # one tensor each
+    model = get_model("vgg16")
+    shard_of = place([t.nbytes("fp32") for t in model.tensors], 3)  # least-loaded shard
+    pairs, i = set(), 0
+    for layer in model.layers:
+        for _ in layer.tensors:
+            pairs.add((layer.name, shard_of[i]))
+            i += 1
+    assert len(pulls) == len(pushes) == len(pairs)  # one op per layer and shard it lives on
+    assert sum(g.nodes[n]["nbytes"] for n in pulls) == model.grad_bytes("fp32")
     assert {g.nodes[n]["channel"] for n in pulls} == {0, 1, 2}
     for n in pulls:
         assert all(g.nodes[s]["kind"] is NodeKind.FORWARD for s in g.successors(n))

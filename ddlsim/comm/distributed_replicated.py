@@ -31,6 +31,10 @@ from ddlsim.comm.fabric import ScheduledModel
 from ddlsim.comm.ps import PSModel
 from ddlsim.comm.ring import intra_ring_s, intra_rings, ring_flows
 
+#: how tf_cnn_benchmarks spreads this mode's global variables over the PS tasks
+#: (:mod:`ddlsim.comm.placement`)
+PLACEMENT_RULE = "round-robin"
+
 
 class DistributedReplicatedModel(ScheduledModel):
     """Local allreduce, per-node push/pull to co-located PS shards, local broadcast."""
@@ -42,9 +46,16 @@ class DistributedReplicatedModel(ScheduledModel):
         self, cluster: Cluster, n_ps: int | None = None, tensor_bytes: Sequence[int] = ()
     ) -> None:
         super().__init__(cluster)
-        self.ps = PSModel(cluster, n_ps, colocated=True, placement="cpu", tensor_bytes=tensor_bytes)
+        self.ps = PSModel(
+            cluster,
+            n_ps,
+            colocated=True,
+            placement="cpu",
+            tensor_bytes=tensor_bytes,
+            placement_rule=PLACEMENT_RULE,
+        )
         self.n_ps, self.shard_bytes = self.ps.n_ps, self.ps.shard_bytes
-        self.n_servers = self.ps.n_servers
+        self.n_servers, self.server_rpc_Bps = self.ps.n_servers, self.ps.server_rpc_Bps
 
     def n_channels(self) -> int:
         """One channel per shard."""

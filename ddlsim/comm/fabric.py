@@ -14,7 +14,10 @@ for :mod:`ddlsim.comm.executor`. Endpoints: GPU ranks ``0..N-1``, node hosts ``N
 - reducers: ``cpu`` per node and ``srv_cpu`` per server (``host_reduce_Bps``), ``gpu_red`` per
   GPU (the device's memory bandwidth), ``rank_cpu`` per rank of CPU workers (a core summing in
   its own memory: the device's memory bandwidth / :data:`SUM_STREAMS`);
-- ``srv_nic_out`` / ``srv_nic_in`` per dedicated server: a NIC like the workers'.
+- ``srv_nic_out`` / ``srv_nic_in`` per dedicated server: a NIC like the workers';
+- ``srv_rpc_in`` / ``srv_rpc_out`` per server: the task's RPC runtime (TensorFlow's gRPC:
+  serialisation, copies, HTTP/2 framing on the host CPU), ``server_rpc_Bps`` per direction
+  (unbounded unless a method sets it).
 
 A GPU-to-GPU flow between nodes (NCCL over GPUDirect RDMA) crosses only the two NICs; staged
 paths (MPI, parameter servers, BytePS) list their PCIe hops explicitly.
@@ -52,7 +55,9 @@ def cluster_label(cluster: Cluster) -> str:
 class Fabric:
     """Endpoint and resource numbering of one cluster (see module docstring)."""
 
-    def __init__(self, cluster: Cluster, n_servers: int = 0) -> None:
+    def __init__(
+        self, cluster: Cluster, n_servers: int = 0, server_rpc_Bps: float = math.inf
+    ) -> None:
         c = cluster
         self.cluster = c
         self.n_ranks, self.g, self.n_nodes, self.n_servers = (
@@ -81,6 +86,8 @@ class Fabric:
             "srv_nic_out": (n_servers, nic_Bps),
             "srv_nic_in": (n_servers, nic_Bps),
             "srv_cpu": (n_servers, c.host_reduce_Bps),
+            "srv_rpc_in": (n_servers, server_rpc_Bps),
+            "srv_rpc_out": (n_servers, server_rpc_Bps),
             "rank_cpu": (self.n_ranks, c.device.mem_bandwidth_Bps / SUM_STREAMS),
         }
         self._offset: dict[str, int] = {}
@@ -171,6 +178,8 @@ class ScheduledModel(CommModel):
     """
 
     n_servers: int = 0
+    #: what one server task's RPC runtime moves per direction (bytes/s); inf: not modelled
+    server_rpc_Bps: float = math.inf
 
     def __init__(self, cluster: Cluster) -> None:
         super().__init__(cluster)
@@ -188,7 +197,7 @@ class ScheduledModel(CommModel):
     def fabric(self) -> Fabric:
         """Endpoints and resources of the cluster (built on first use)."""
         if self._fabric is None:
-            self._fabric = Fabric(self.cluster, self.n_servers)
+            self._fabric = Fabric(self.cluster, self.n_servers, self.server_rpc_Bps)
         return self._fabric
 
     def _check(self, op: str, channel: int) -> None:

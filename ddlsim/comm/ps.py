@@ -1,9 +1,10 @@
 """TensorFlow parameter servers over gRPC (``ps``: tf_cnn_benchmarks
 ``variable_update=parameter_server``).
 
-k = ``n_ps`` shards hold the variables, placed round-robin in creation order the way
-``tf.train.replica_device_setter`` does (:mod:`ddlsim.comm.placement`): variable i lives on
-shard i mod k, whatever its size, so VGG-16's 411 MB fc6 alone loads one shard. An operation
+k = ``n_ps`` shards hold the variables, each on the least-loaded shard in creation order as
+tf_cnn_benchmarks places them (:mod:`ddlsim.comm.placement`; ``placement_rule="round-robin"``
+for a plain ``replica_device_setter``); a variable is never split, so VGG-16's 411 MB fc6 alone
+loads one shard. An operation
 is one shard's slice of b bytes: ``push`` (every worker sends b to the shard, whose CPU sums
 the N contributions) or ``pull`` (every worker receives b). Shards are either on dedicated PS
 machines (their own NIC on the same network) or co-located, shard j on node j mod n, sharing
@@ -11,6 +12,10 @@ that node's NIC with its workers; on a single node the PS is the host CPU reache
 (``placement="cpu"``, tf_cnn_benchmarks ``local_parameter_device=cpu``) or, with
 ``placement="gpu"``, a GPU reached over the intra fabric (variables on GPU (j div n) mod g of
 node j mod n). gRPC runs over TCP: the cluster's NIC hop already carries TCP's efficiency.
+Across nodes every worker, the PS node's own included, reaches a PS task through gRPC, whose
+host-side work (serialisation, copies, framing) moves at most :data:`GRPC_TASK_Bps` per
+direction for all of the task's workers together (measured; on one node tf_cnn_benchmarks keeps
+the variables in the workers' process and no gRPC is involved).
 
 Push of b bytes to shard j, W workers (w per node), m GPUs per PCIe switch; each flow moves b
 at the equal-sharing rate of its most crowded resource (worker side: the switch uplink, m
@@ -18,19 +23,21 @@ flows, and the node's NIC, w flows; server side: the PS NIC, W_r remote flows), 
 sums the W contributions one after another at R (``host_reduce_Bps``; a GPU's memory
 bandwidth with ``placement="gpu"``)::
 
-    t_remote = alpha_host + alpha_nic + b / min(B_host / m, B_nic / w, B_nic / W_r)
-    t_local  = alpha_host + m b / B_host            (co-located, the PS node's own workers;
-                                                     GPU placement: alpha_intra + (w-1) b / B_intra)
+    t_remote = alpha_host + alpha_nic + b / min(B_host / m, B_nic / w, B_nic / W_r, G / W)
+    t_local  = alpha_host + b / min(B_host / m, G / W)   (co-located, the PS node's own workers;
+                                     GPU placement: alpha_intra + b / min(B_intra / (w-1), G / W))
     T_push   = max(t_remote, t_local) + W b / R      W_r = W (dedicated) or W - w (co-located)
 
-i.e. the slower of the worker stage (b / B_worker) and the server stage (W_r b / B_ps), plus
-latencies and the summation. ``pull`` is the same flows reversed, without the summation. A
+with G = :data:`GRPC_TASK_Bps` across nodes (infinite on one node), i.e. the slower of the
+worker stage (b / B_worker) and the server stage (W_r b / B_ps, W b / G), plus latencies and
+the summation. ``pull`` is the same flows reversed, without the summation. A
 push completes on every worker when the shard has summed (the schedule ends with a zero-byte
 notification), so a pull issued after it starts from a summed shard.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -42,6 +49,13 @@ from ddlsim.comm.placement import shard_bytes
 from ddlsim.errors import ConfigError, UnknownNameError
 
 PLACEMENTS = ("cpu", "gpu")
+#: bytes/s one parameter-server task's gRPC runtime moves per direction, all its workers
+#: together: TensorFlow 2.18's gRPC between a PS task and a worker task on one host over
+#: loopback (no link limit), median of the 64 and 411 MiB pushes and pulls in
+#: traces/grpc/transfer.json (``python scripts/measure_grpc.py``; 2-core Xeon, 1.05-1.90 GB/s).
+#: Charged per task, not per stream: the Horovod README's 2017 PS runs imply a constant
+#: ~1.0-1.25 GB/s per task from 16 to 64 workers (docs/design.md).
+GRPC_TASK_Bps = 1.76e9
 
 
 def default_n_ps(cluster: Cluster) -> int:
@@ -62,6 +76,7 @@ class PSModel(ScheduledModel):
         colocated: bool = True,
         placement: str = "cpu",
         tensor_bytes: Sequence[int] = (),
+        placement_rule: str = "greedy",
     ) -> None:
         super().__init__(cluster)
         if placement not in PLACEMENTS:
@@ -78,7 +93,10 @@ class PSModel(ScheduledModel):
             raise ConfigError("ps placement 'gpu' needs co-located parameter servers")
         self.n_ps, self.colocated, self.placement = k, colocated, placement
         self.n_servers = k
-        self.shard_bytes = shard_bytes(list(tensor_bytes), k)
+        # across nodes every worker reaches a PS task over gRPC, its node's own included; on
+        # one node tf_cnn_benchmarks keeps the variables in the workers' process
+        self.server_rpc_Bps = GRPC_TASK_Bps if cluster.n_nodes > 1 else math.inf
+        self.shard_bytes = shard_bytes(list(tensor_bytes), k, placement_rule)
 
     def n_channels(self) -> int:
         """One channel per shard."""
@@ -105,18 +123,20 @@ class PSModel(ScheduledModel):
         workers = per_node * c.n_nodes
         remote = workers - (per_node if self.colocated else 0)
         sw = min(f.switch_gpus, per_node)
+        rpc = (self.server_rpc_Bps, workers)  # the PS task's gRPC, shared by all its workers
         times = []
         if remote:
             lat = f.host_latency_s + f.nic_latency_s
-            shares = [(f.host_Bps, sw), (f.nic_Bps, per_node), (f.nic_Bps, remote)]
+            shares = [(f.host_Bps, sw), (f.nic_Bps, per_node), (f.nic_Bps, remote), rpc]
             if self.placement == "gpu":
                 lat += f.host_latency_s
                 shares.append((f.host_Bps, remote))
             times.append(lat + nbytes / share_Bps(*shares))
         if self.colocated and self.placement == "cpu":
-            times.append(f.host_latency_s + nbytes / share_Bps((f.host_Bps, sw)))
+            times.append(f.host_latency_s + nbytes / share_Bps((f.host_Bps, sw), rpc))
         elif self.colocated and per_node > 1:
-            times.append(f.intra_latency_s + nbytes / share_Bps((f.intra_Bps, per_node - 1)))
+            local = share_Bps((f.intra_Bps, per_node - 1), rpc)
+            times.append(f.intra_latency_s + nbytes / local)
         return max(times, default=0.0)
 
     def reduce_s(self, nbytes: float, per_node: int) -> float:
@@ -168,9 +188,11 @@ class PSModel(ScheduledModel):
             reducer = f.res("cpu", self.ps_node(j)) if self.colocated else f.res("srv_cpu", j)
         server = f.server(j)
         red = reducer if push else -1
+        rpc = f.res("srv_rpc_in" if push else "srv_rpc_out", j)
         parts = []
         for ws, res, lat in ((wr, res_r, lat_r), (wl, res_l, lat_l)):
             if ws.size:
+                res = [*res, np.full(ws.size, rpc)]
                 src, dst = (ws, server) if push else (server, ws)
                 parts.append(flows(src, dst, nbytes, res, lat, red))
         return step(*parts)
