@@ -23,8 +23,7 @@ import itertools
 
 import networkx as nx
 
-from ddlsim.comm.distributed_replicated import PLACEMENT_RULE
-from ddlsim.comm.placement import place
+from ddlsim.comm.placement import place, rule_for
 from ddlsim.horovod import fusion_plan
 from ddlsim.strategy import Strategy
 from ddlsim.workload.workload import Workload
@@ -157,8 +156,8 @@ def _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update) -> None:
     if strategy.comm == "byteps":
         shard_of = [0] * len(tensors)  # BytePS partitions every tensor across all servers
     else:
-        rule = PLACEMENT_RULE if strategy.comm == "distributed-replicated" else "greedy"
-        shard_of = place([t.nbytes(strategy.grad_dtype) for t in tensors], n_ps, rule)
+        sizes = [t.nbytes(strategy.grad_dtype) for t in tensors]
+        shard_of = place(sizes, n_ps, rule_for(strategy.comm))
     grad_dtype = strategy.grad_dtype
     t_index = 0
     per_layer: list[dict[int, tuple[int, list[str]]]] = []

@@ -2,8 +2,9 @@
 # Measure the host side of Horovod's MPI allreduce on this machine: Open MPI's float summation on
 # one core (MPI_Reduce_local) and a 2-rank MPI_Allreduce of 256 MiB over shared memory (vader)
 # and TCP loopback, with Open MPI's AVX op component (4.1 and later) and without it (the plain C
-# loops of earlier releases). Writes the medians of 5 runs each to traces/mpi/allreduce.json;
-# ddlsim.comm.mpi.MPI_HOST_Bps cites them. Installs Debian's Open MPI if mpicxx is missing.
+# loops of earlier releases). Writes the medians of 5 runs each to traces/mpi/allreduce.json,
+# which docs/design.md compares with the host rate the MPI model assumes (host_reduce_Bps).
+# Installs Debian's Open MPI if mpicxx is missing.
 # Usage: bash scripts/measure_mpi_allreduce.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -211,9 +211,10 @@ def vgg16_tensor_bytes() -> list[int]:
     return [4 * s for s in shapes]
 
 
-def test_round_robin_placement_puts_vgg_fc6_on_one_shard() -> None:
-    """Round-robin by variable: with 4 shards, fc6's shard holds > 75% of VGG-16's bytes, and
-    pushing it takes > 3x as long as any other shard."""
+def test_placement_puts_vgg_fc6_on_one_shard() -> None:
+    """A variable is never split: with 4 shards, fc6's shard holds > 75% of VGG-16's bytes
+    (least-loaded placement puts it on shard 2, as round-robin would), and pushing it takes
+    > 3x as long as any other shard."""
     tb = vgg16_tensor_bytes()
     c = make_cluster(32, 8)
     model = PSModel(c, n_ps=4, tensor_bytes=tb)

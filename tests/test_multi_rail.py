@@ -133,3 +133,12 @@ def test_a_bad_nics_per_node_cell_skips_its_row_only(tmp_path: Path, cell: str, 
 
     results = validate_file(load_runs(_runs(tmp_path, cell)))
     assert results[1].code == code and "nics_per_node" in (results[1].reason or "")
+
+
+def test_the_warning_takes_the_gpu_from_the_calibration_file(cli) -> None:
+    root = Path(__file__).resolve().parents[1]
+    dgx2 = root / "calibration" / "v100-sxm3" / "resnet50" / "b128-amp.json"
+    code, _, err = cli(
+        "predict", "--calibration", str(dgx2), "--gpus", "16", "--nics-per-node", "4"
+    )
+    assert code == 0 and "--nics-per-node has no effect" in err  # one 16-GPU DGX-2 node

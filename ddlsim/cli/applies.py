@@ -47,19 +47,22 @@ def _tf32_in_play(gpu: object, precision: object) -> bool:
 
 
 def _multi_node(c: Config) -> bool:
-    """Whether the configuration spans several nodes (build_cluster's defaults); a
-    configuration that does not resolve counts as yes (predict names what is wrong)."""
+    """Whether the configuration spans several nodes (build_cluster's defaults; the GPU given,
+    else the calibration file's, else p100); a configuration that does not resolve counts as
+    yes (predict names what is wrong)."""
     from ddlsim.cluster import catalog
     from ddlsim.errors import DdlsimError
+    from ddlsim.workload import profile as profile_io
 
     try:
-        return (
-            catalog.build_cluster(
-                str(c.get("gpu") or "p100"), int(c.get("gpus") or 1), c.get("gpus_per_node")
-            ).n_nodes
-            > 1
+        gpu = c.get("gpu")
+        if gpu is None and c.get("calibration"):
+            gpu = profile_io.load(c["calibration"]).device
+        cluster = catalog.build_cluster(
+            str(gpu or "p100"), int(c.get("gpus") or 1), c.get("gpus_per_node")
         )
-    except (DdlsimError, TypeError, ValueError):
+        return cluster.n_nodes > 1
+    except (DdlsimError, OSError, TypeError, ValueError):
         return True
 
 
@@ -73,7 +76,7 @@ RULES = (
         "--nics-per-node",
         _multi_node,
         "network adapters matter only between nodes",
-        ("gpus", "gpus_per_node"),
+        ("gpu", "gpus", "gpus_per_node"),
     ),
     Rule(
         "n_ps",

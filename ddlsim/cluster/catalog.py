@@ -17,7 +17,7 @@ first use (FLOP/s, bytes/s, seconds, bytes), then caches the result.
 * ``inter_node`` = ``"ib-edr"`` when the cluster spans several nodes, ``"none"`` otherwise;
 * ``transport`` = the network's default transport (Ethernet and cloud networks: tcp;
   InfiniBand and Aries: rdma); for NCCL (``nccl=True``) the transport NCCL itself picks:
-  RDMA wherever the network's NICs offer it (RoCE on 25/40/100 GbE), sockets otherwise.
+  RDMA wherever the network's NICs offer it (RoCE on 25-200 GbE), sockets otherwise.
 """
 
 from __future__ import annotations

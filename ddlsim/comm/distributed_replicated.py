@@ -28,12 +28,9 @@ import numpy as np
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows, step
 from ddlsim.comm.fabric import ScheduledModel
+from ddlsim.comm.placement import rule_for
 from ddlsim.comm.ps import PSModel
 from ddlsim.comm.ring import intra_ring_s, intra_rings, ring_flows
-
-#: how tf_cnn_benchmarks spreads this mode's global variables over the PS tasks
-#: (:mod:`ddlsim.comm.placement`)
-PLACEMENT_RULE = "round-robin"
 
 
 class DistributedReplicatedModel(ScheduledModel):
@@ -52,7 +49,7 @@ class DistributedReplicatedModel(ScheduledModel):
             colocated=True,
             placement="cpu",
             tensor_bytes=tensor_bytes,
-            placement_rule=PLACEMENT_RULE,
+            placement_rule=rule_for(self.name),
         )
         self.n_ps, self.shard_bytes = self.ps.n_ps, self.ps.shard_bytes
         self.n_servers, self.server_rpc_Bps = self.ps.n_servers, self.ps.server_rpc_Bps

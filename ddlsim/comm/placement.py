@@ -21,6 +21,13 @@ from collections.abc import Sequence
 from ddlsim.errors import UnknownNameError
 
 RULES = ("greedy", "round-robin")
+#: the rule of each parameter-server method that is not ``greedy``
+_RULE_OF_METHOD = {"distributed-replicated": "round-robin"}
+
+
+def rule_for(method: str) -> str:
+    """The placement rule tf_cnn_benchmarks uses for communication method ``method``."""
+    return _RULE_OF_METHOD.get(method, "greedy")
 
 
 def place(tensor_bytes: Sequence[int], n_shards: int, rule: str = "greedy") -> list[int]:

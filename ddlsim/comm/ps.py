@@ -45,7 +45,7 @@ import numpy as np
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows, step
 from ddlsim.comm.fabric import ScheduledModel, cluster_label, share_Bps
-from ddlsim.comm.placement import shard_bytes
+from ddlsim.comm.placement import place, shard_bytes
 from ddlsim.errors import ConfigError, UnknownNameError
 
 PLACEMENTS = ("cpu", "gpu")
@@ -96,6 +96,8 @@ class PSModel(ScheduledModel):
         # across nodes every worker reaches a PS task over gRPC, its node's own included; on
         # one node tf_cnn_benchmarks keeps the variables in the workers' process
         self.server_rpc_Bps = GRPC_TASK_Bps if cluster.n_nodes > 1 else math.inf
+        self.placement_rule = placement_rule
+        self.shards = place(list(tensor_bytes), k, placement_rule)
         self.shard_bytes = shard_bytes(list(tensor_bytes), k, placement_rule)
 
     def n_channels(self) -> int:
@@ -103,7 +105,10 @@ class PSModel(ScheduledModel):
         return self.n_ps
 
     def channel_of(self, op_index: int) -> int:
-        """Shard of the ``op_index``-th variable: round-robin in creation order."""
+        """Shard of the ``op_index``-th variable under the placement rule; without tensor
+        sizes, round-robin (what the least-loaded rule does with equal sizes)."""
+        if op_index < len(self.shards):
+            return self.shards[op_index]
         return op_index % self.n_ps
 
     def ps_node(self, j: int) -> int:
