@@ -142,3 +142,10 @@ def test_the_warning_takes_the_gpu_from_the_calibration_file(cli) -> None:
         "predict", "--calibration", str(dgx2), "--gpus", "16", "--nics-per-node", "4"
     )
     assert code == 0 and "--nics-per-node has no effect" in err  # one 16-GPU DGX-2 node
+
+
+def test_fast_and_detailed_engines_agree_on_a_multi_rail_cluster() -> None:
+    kw = dict(gpu="p100", inter_node="10gbe", nics_per_node=4)
+    fast = ddlsim.predict("vgg16", 64, **kw).images_per_sec
+    detailed = ddlsim.predict("vgg16", 64, engine="detailed", **kw).images_per_sec
+    assert detailed == pytest.approx(fast, rel=0.03)
