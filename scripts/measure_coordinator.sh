@@ -22,27 +22,15 @@ run vader >"$work/shm.jsonl"
 run tcp >"$work/tcp.jsonl"
 mkdir -p traces/mpi
 python3 - "$work" <<'PY'
-import json, platform, statistics, subprocess, sys, datetime, os
+import json, sys
+sys.path.insert(0, "scripts")
+from mpi_host import header, load_runs, medians, write
 work = sys.argv[1]
-def load(name):
-    return [json.loads(line) for line in open(os.path.join(work, name)) if line.strip()]
-out = {"what": "rank 0's seconds per control message (Horovod 0.9-0.12 negotiation pattern), "
-               "2 ranks on 2 cores, 200 requests + DONE in, 20 responses + DONE out per cycle, "
-               "300 cycles; median of 5 runs",
-       "command": "bash scripts/measure_coordinator.sh",
-       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-       "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                    if l.startswith("model name")), platform.machine()),
-       "cores": os.cpu_count(),
-       "mpi": subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[0],
-       "load_average": os.getloadavg()}
+out = header("rank 0's seconds per control message (Horovod 0.9-0.12 negotiation pattern), "
+             "2 ranks on 2 cores, 200 requests + DONE in, 20 responses + DONE out per cycle, "
+             "300 cycles; median of 5 runs", "bash scripts/measure_coordinator.sh")
 for key, name in (("shm", "shm.jsonl"), ("tcp", "tcp.jsonl")):
-    runs = load(name)
-    out[key] = {"recv_s_per_message": statistics.median(r["recv_s_per_message"] for r in runs),
-                "send_s_per_message": statistics.median(r["send_s_per_message"] for r in runs),
-                "runs": runs}
-with open("traces/mpi/coordinator.json", "w") as f:
-    json.dump(out, f, indent=2)
-    f.write("\n")
+    out[key] = medians(load_runs(work, name), ("recv_s_per_message", "send_s_per_message"))
+write("traces/mpi/coordinator.json", out)
 print(json.dumps({k: out[k] for k in ("shm", "tcp")}, default=str)[:400])
 PY

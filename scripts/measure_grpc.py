@@ -26,6 +26,8 @@ import sys
 import time
 from pathlib import Path
 
+from ddlsim.calibrate.tf_env import cpu_name
+
 OUT = Path(__file__).resolve().parents[1] / "traces" / "grpc" / "transfer.json"
 SIZES_MIB = (4, 64, 411)
 ROUNDS = 5
@@ -55,16 +57,6 @@ def _time_s(session, op, mib: int) -> float:
     for _ in range(reps):
         session.run(op)
     return (time.perf_counter() - start) / reps
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _round(server, tf) -> dict[str, float]:
@@ -108,7 +100,7 @@ def main() -> int:
         "command": "python scripts/measure_grpc.py",
         "date": datetime.date.today().isoformat(),
         "host": {
-            "cpu": _cpu_model(),
+            "cpu": cpu_name(),
             "cores": os.cpu_count(),
             "python": platform.python_version(),
         },

@@ -28,26 +28,17 @@ run tcp >"$work/tcp_avx.jsonl"
 run tcp --mca op ^avx >"$work/tcp_base.jsonl"
 mkdir -p traces/mpi
 python3 - "$work" <<'PY'
-import datetime, json, os, platform, statistics, subprocess, sys
+import sys
+sys.path.insert(0, "scripts")
+from mpi_host import header, load_runs, medians, write
 work = sys.argv[1]
-out = {"what": "Open MPI float MPI_SUM on one core (reduce_local_Bps: bytes of input per second) "
-               "and a 2-rank MPI_Allreduce of 256 MiB (allreduce_algbw_Bps: buffer bytes per "
-               "second), 2 ranks on 2 cores; best of 5 repetitions per run, median of 5 runs",
-       "command": "bash scripts/measure_mpi_allreduce.sh",
-       "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-       "cpu": next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
-                    if l.startswith("model name")), platform.machine()),
-       "cores": os.cpu_count(),
-       "mpi": subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[0],
-       "load_average": os.getloadavg()}
+out = header("Open MPI float MPI_SUM on one core (reduce_local_Bps: bytes of input per second) "
+             "and a 2-rank MPI_Allreduce of 256 MiB (allreduce_algbw_Bps: buffer bytes per "
+             "second), 2 ranks on 2 cores; best of 5 repetitions per run, median of 5 runs",
+             "bash scripts/measure_mpi_allreduce.sh")
 for key in ("vader_avx", "vader_base", "tcp_avx", "tcp_base"):
-    runs = [json.loads(line) for line in open(os.path.join(work, key + ".jsonl")) if line.strip()]
-    out[key] = {name: statistics.median(r[name] for r in runs)
-                for name in ("reduce_local_Bps", "allreduce_algbw_Bps")}
-    out[key]["runs"] = runs
-with open("traces/mpi/allreduce.json", "w") as f:
-    json.dump(out, f, indent=2)
-    f.write("\n")
+    out[key] = medians(load_runs(work, key + ".jsonl"), ("reduce_local_Bps", "allreduce_algbw_Bps"))
+write("traces/mpi/allreduce.json", out)
 for key in ("vader_avx", "vader_base", "tcp_avx", "tcp_base"):
     print(key, {k: f"{v / 1e9:.2f} GB/s" for k, v in out[key].items() if k != "runs"})
 PY
