@@ -49,7 +49,12 @@ def place(tensor_bytes: Sequence[int], n_shards: int, rule: str = "greedy") -> l
 
 def shard_bytes(tensor_bytes: Sequence[int], n_shards: int, rule: str = "greedy") -> list[int]:
     """Total bytes per shard under :func:`place`."""
-    totals = [0] * n_shards
-    for shard, nbytes in zip(place(tensor_bytes, n_shards, rule), tensor_bytes, strict=True):
-        totals[shard] += nbytes
-    return totals
+    return totals(tensor_bytes, place(tensor_bytes, n_shards, rule), n_shards)
+
+
+def totals(tensor_bytes: Sequence[int], shards: Sequence[int], n_shards: int) -> list[int]:
+    """Total bytes per shard of variables placed on ``shards``."""
+    out = [0] * n_shards
+    for shard, nbytes in zip(shards, tensor_bytes, strict=True):
+        out[shard] += nbytes
+    return out

@@ -45,7 +45,7 @@ import numpy as np
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows, step
 from ddlsim.comm.fabric import ScheduledModel, cluster_label, share_Bps
-from ddlsim.comm.placement import place, shard_bytes
+from ddlsim.comm.placement import place, totals
 from ddlsim.errors import ConfigError, UnknownNameError
 
 PLACEMENTS = ("cpu", "gpu")
@@ -96,9 +96,8 @@ class PSModel(ScheduledModel):
         # across nodes every worker reaches a PS task over gRPC, its node's own included; on
         # one node tf_cnn_benchmarks keeps the variables in the workers' process
         self.server_rpc_Bps = GRPC_TASK_Bps if cluster.n_nodes > 1 else math.inf
-        self.placement_rule = placement_rule
-        self.shards = place(list(tensor_bytes), k, placement_rule)
-        self.shard_bytes = shard_bytes(list(tensor_bytes), k, placement_rule)
+        self.shards = place(tensor_bytes, k, placement_rule)
+        self.shard_bytes = totals(tensor_bytes, self.shards, k)
 
     def n_channels(self) -> int:
         """One channel per shard."""
