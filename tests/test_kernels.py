@@ -15,7 +15,12 @@ from ddlsim.cli.main import main
 from ddlsim.cluster import catalog
 from ddlsim.errors import ConfigError
 from ddlsim.workload import kernels
-from ddlsim.workload.kernel_check import predict_rows, read_kernel_csv, summarise
+from ddlsim.workload.kernel_check import (
+    predict_rows,
+    read_kernel_csv,
+    summarise,
+    summarise_by_filter,
+)
 from ddlsim.workload.kernels import PASSES, ConvShape, conv_pass_s, default_model
 from ddlsim.workload.roofline import (
     DEFAULT_PARAMS,
@@ -269,6 +274,9 @@ def test_kernels_json_rows_and_summary(capsys):
         )
     summary = doc["summary"]
     assert {s["gpu"] for s in summary["by_gpu_pass"]} == {"m40"}
+    by_filter = summary["by_gpu_pass_filter"]
+    assert {s["gpu"] for s in by_filter} == {"m40"}
+    assert {s["filter"] for s in by_filter} == {"1x1", "3x3", "5x5", "7x7"}
     assert len(summary["skipped"]) == 10
     assert summary["model"]["coefficients"]["fwd_efficiency"] == default_model().fwd_efficiency
 
@@ -277,7 +285,26 @@ def test_kernels_text_report(capsys):
     code, out, _ = run_cli(["kernels", str(KERNELS), "--gpu", "p100-sxm2"], capsys)
     assert code == 0
     assert "p100            bwd_filter vision    74" in out
-    assert out.count("\np100 ") == 94 * 3 + 8  # every pass, then 8 summary lines
+    # every pass, then 8 summary lines, then 3 of the per-filter table
+    assert out.count("\np100 ") == 94 * 3 + 8 + 3
+    assert "by filter size, vision shapes" in out
+
+
+def test_by_filter_breakdown_partitions_the_vision_shapes(deepbench):
+    rows, *_, summary = deepbench
+    results = predict_rows(rows)
+    by_filter = summarise_by_filter(results)
+    for gpu in ("p100", "m40"):
+        for pass_ in PASSES:
+            cells = [c for c in by_filter if (c["gpu"], c["pass"]) == (gpu, pass_)]
+            vision = _cell(summary, gpu, pass_, "vision")
+            assert sum(c["n"] for c in cells) == vision["n"]
+            weighted = sum(c["n"] * c["mape"] for c in cells) / vision["n"]
+            assert weighted == pytest.approx(vision["mape"])
+    p100_1x1 = next(
+        c for c in by_filter if (c["gpu"], c["pass"], c["filter"]) == ("p100", "fwd", "1x1")
+    )
+    assert p100_1x1["n"] == 45
 
 
 def test_bad_rows_are_skipped_with_a_reason(tmp_path, capsys):

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         predict_rows,
         read_kernel_csv,
         summarise,
+        summarise_by_filter,
     )
 
     wanted = catalog.device(args.gpu).id if args.gpu is not None else None
@@ -95,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
                 "n_rows": n_rows,
                 "n_passes": len(results),
                 "by_gpu_pass": summarise(results),
+                "by_gpu_pass_filter": summarise_by_filter(results),
                 "skipped": [s.to_json() for s in skipped],
                 "model": kernels.provenance(),
             },

@@ -51,6 +51,14 @@ REQUIRED_COLUMNS = ("gpu", *SHAPE_COLUMNS, *TIME_COLUMNS)
 MATH_COLUMN = "math"
 MATHS = ("fp32", "tf32", "fp16")
 SHAPE_SETS = ("all", "vision")
+#: filter classes of the per-filter breakdown (square filters; anything else is "other")
+FILTER_CLASSES = ("1x1", "3x3", "5x5", "7x7", "other")
+
+
+def filter_class(shape: ConvShape) -> str:
+    """``"1x1"``, ``"3x3"``, ``"5x5"``, ``"7x7"`` for square filters, else ``"other"``."""
+    label = f"{shape.filter_h}x{shape.filter_w}"
+    return label if label in FILTER_CLASSES else "other"
 
 
 @dataclass(frozen=True)
@@ -245,6 +253,22 @@ def summarise(results: Sequence[PassResult]) -> list[dict[str, Any]]:
     return out
 
 
+def summarise_by_filter(results: Sequence[PassResult]) -> list[dict[str, Any]]:
+    """Statistics per (GPU, pass, filter class) over the vision shapes: where the model errs by
+    filter size (a class with no row of a GPU is left out)."""
+    out = []
+    groups = list(dict.fromkeys((r.row.gpu, r.row.math) for r in results))
+    for gpu, math_ in groups:
+        mine = [r for r in results if (r.row.gpu, r.row.math) == (gpu, math_) and r.row.vision]
+        for pass_ in PASSES:
+            for cls in FILTER_CLASSES:
+                sel = [r for r in mine if r.pass_ == pass_ and filter_class(r.row.shape) == cls]
+                if sel:
+                    entry = {"gpu": gpu, "math": math_, "pass": pass_, "filter": cls}
+                    out.append({**entry, **error_stats(sel)})
+    return out
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}"
 
@@ -282,9 +306,33 @@ def format_report(
             f"{label:<15} {s['pass']:<10} {s['shapes']:<7} {s['n']:>4} {_pct(s['mape']):>6} "
             f"{_pct(s['median_ape']):>7} {_pct(s['p90_ape']):>6} {ratio:>6}"
         )
+    lines += _filter_table(results)
     if skipped:
         lines += ["", f"skipped ({len(skipped)}):"]
         for sk in skipped:
             what = f" {sk.pass_}" if sk.pass_ else ""
             lines.append(f"  line {sk.line} ({sk.gpu or 'no gpu'}{what}): {sk.reason}")
     return "\n".join(lines) + "\n"
+
+
+def _filter_table(results: Sequence[PassResult]) -> list[str]:
+    """The per-filter breakdown as text: MAPE % (median measured / predicted) per class."""
+    by = summarise_by_filter(results)
+    lines = [
+        "",
+        "by filter size, vision shapes: MAPE % (median measured / predicted) [n]",
+        f"{'gpu':<15} {'pass':<10} " + " ".join(f"{c:>17}" for c in FILTER_CLASSES),
+    ]
+    for gpu, math_, pass_ in dict.fromkeys((s["gpu"], s["math"], s["pass"]) for s in by):
+        cells = {
+            s["filter"]: s for s in by if (s["gpu"], s["math"], s["pass"]) == (gpu, math_, pass_)
+        }
+        label = gpu if math_ == "fp32" else f"{gpu} {math_}"
+        text = []
+        for c in FILTER_CLASSES:
+            s = cells.get(c)
+            text.append(
+                "-" if s is None else f"{_pct(s['mape'])} ({s['median_ratio']:.2f}) [{s['n']}]"
+            )
+        lines.append(f"{label:<15} {pass_:<10} " + " ".join(f"{t:>17}" for t in text))
+    return lines
