@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ddlsim.analysis.ttt import format_duration
-from ddlsim.api import Prediction
+from ddlsim.api import HOST_DECODE_IMAGES_PER_S_PER_THREAD, Prediction
 from ddlsim.validate.track_record import format_line
 
 #: how fp32 ran, where TF32 is in play (inputs["tf32"]; None elsewhere)
@@ -51,6 +51,19 @@ def _nics(inputs: dict) -> str:
     """``4 NICs x `` before a multi-rail node's per-NIC bandwidth; nothing for one NIC."""
     n = inputs.get("nics_per_node") or 1
     return f"{n} NICs x " if n > 1 else ""
+
+
+def _input_line(inputs: dict) -> list[str]:
+    """The host decode rate that real data assumes (none when DALI or synthetic data)."""
+    rate = inputs.get("host_input_images_per_s")
+    if not rate:
+        return []
+    if (inputs.get("predict_kwargs") or {}).get("host_input_images_per_s") is not None:
+        why = "--host-input-rate"
+    else:
+        per_thread = HOST_DECODE_IMAGES_PER_S_PER_THREAD
+        why = f"estimate: {rate / per_thread:.0f} host threads x {per_thread:g}; --host-input-rate"
+    return [f"    input          host decode {rate:,.0f} images/s per node ({why})"]
 
 
 def format_prediction(p: Prediction) -> str:
@@ -121,6 +134,7 @@ def format_prediction(p: Prediction) -> str:
         f"    batch          {i['batch_per_gpu']} per GPU, {i['precision']}"
         f"{_TF32.get(i.get('tf32'), '')}, {i['data']} data, "
         f"gradients {i['grad_dtype']}",
+        *_input_line(i),
         f"    calibration    {cal['method']}: {_calibration_source(cal, source)}",
         f"                   {cal['device_rule']}",
         f"    engine         {i['engine']}",
