@@ -33,7 +33,7 @@ from ddlsim.workload.store import calibration_path  # noqa: E402
 from ddlsim.workload.zoo import MODEL_NAMES, get_model  # noqa: E402
 
 BATCHES = (32, 64, 128)
-CREATED = "2026-11-23"
+CREATED = "2026-11-24"
 RUNS_CSV = ROOT / "traces" / "measured" / "runs.csv"
 
 
