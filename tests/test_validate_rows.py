@@ -394,13 +394,14 @@ def test_options_reach_predict(tmp_path: Path) -> None:
 def test_each_option_changes_the_prediction_as_predict_does(
     tmp_path: Path, option: str, value: object
 ) -> None:
-    row = {**GOOD[3], "gpus": "32", "inter_node": "ib-edr", "transport": "rdma"}
+    # 32 GPUs on 25 GbE over TCP: the exchange is long enough that each option moves the
+    # iteration across Horovod's 1 ms cycles (on InfiniBand the NCCL version only changes
+    # hidden communication, and the iteration can stay in the same cycle)
+    row = {**GOOD[3], "gpus": "32"}
     path = write(tmp_path, csv_text([*GOOD[:3], row]))
     base = by_id(validate_file(load_runs(path)))["G-0004"]
     got = by_id(validate_file(load_runs(path), ValidateOptions(**{option: value})))["G-0004"]
-    expected = expected_prediction(
-        gpus=32, inter_node="ib-edr", transport="rdma", **{option: value}
-    )
+    expected = expected_prediction(gpus=32, **{option: value})
     assert got.predicted_images_per_sec == expected.images_per_sec
     assert got.predicted_images_per_sec != base.predicted_images_per_sec
 

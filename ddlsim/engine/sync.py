@@ -39,9 +39,9 @@ if TYPE_CHECKING:
     from ddlsim.comm.base import CommModel
 
 #: per-rank, per-iteration log-normal shape of compute time (fitted, see the module docstring)
-DEFAULT_RANK_SIGMA = 0.015
+DEFAULT_RANK_SIGMA = 0.02
 #: compute slowdown of each GPU when a node runs several (fitted, see the module docstring)
-DEFAULT_HOST_CONTENTION = 0.045
+DEFAULT_HOST_CONTENTION = 0.04
 #: largest accepted host contention (a node's GPUs computing twice as slow as a lone one)
 MAX_HOST_CONTENTION = 1.0
 #: largest accepted sigma (beyond it one rank's iteration varies by orders of magnitude)
