@@ -232,12 +232,18 @@ def error_stats(results: Sequence[PassResult]) -> dict[str, Any]:
     }
 
 
+def _by_gpu(results: Sequence[PassResult]) -> dict[tuple[str, str], list[PassResult]]:
+    """The results of each (file GPU name, math), in file order."""
+    groups: dict[tuple[str, str], list[PassResult]] = {}
+    for r in results:
+        groups.setdefault((r.row.gpu, r.row.math), []).append(r)
+    return groups
+
+
 def summarise(results: Sequence[PassResult]) -> list[dict[str, Any]]:
     """Statistics per (GPU, pass, shape set), GPUs in file order, then all passes of a GPU."""
     out = []
-    groups = list(dict.fromkeys((r.row.gpu, r.row.math) for r in results))
-    for gpu, math_ in groups:
-        mine = [r for r in results if (r.row.gpu, r.row.math) == (gpu, math_)]
+    for (gpu, math_), mine in _by_gpu(results).items():
         device = mine[0].row.device.id
         for pass_ in (*PASSES, "all"):
             for shapes in SHAPE_SETS:
@@ -257,9 +263,8 @@ def summarise_by_filter(results: Sequence[PassResult]) -> list[dict[str, Any]]:
     """Statistics per (GPU, pass, filter class) over the vision shapes: where the model errs by
     filter size (a class with no row of a GPU is left out)."""
     out = []
-    groups = list(dict.fromkeys((r.row.gpu, r.row.math) for r in results))
-    for gpu, math_ in groups:
-        mine = [r for r in results if (r.row.gpu, r.row.math) == (gpu, math_) and r.row.vision]
+    for (gpu, math_), group in _by_gpu(results).items():
+        mine = [r for r in group if r.row.vision]
         for pass_ in PASSES:
             for cls in FILTER_CLASSES:
                 sel = [r for r in mine if r.pass_ == pass_ and filter_class(r.row.shape) == cls]
@@ -323,10 +328,10 @@ def _filter_table(results: Sequence[PassResult]) -> list[str]:
         "by filter size, vision shapes: MAPE % (median measured / predicted) [n]",
         f"{'gpu':<15} {'pass':<10} " + " ".join(f"{c:>17}" for c in FILTER_CLASSES),
     ]
-    for gpu, math_, pass_ in dict.fromkeys((s["gpu"], s["math"], s["pass"]) for s in by):
-        cells = {
-            s["filter"]: s for s in by if (s["gpu"], s["math"], s["pass"]) == (gpu, math_, pass_)
-        }
+    rows: dict[tuple[str, str, str], dict[str, dict[str, Any]]] = {}
+    for s in by:
+        rows.setdefault((s["gpu"], s["math"], s["pass"]), {})[s["filter"]] = s
+    for (gpu, math_, pass_), cells in rows.items():
         label = gpu if math_ == "fp32" else f"{gpu} {math_}"
         text = []
         for c in FILTER_CLASSES:
