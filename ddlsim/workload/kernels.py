@@ -14,9 +14,10 @@ columns, and ``128/n`` of them share an SM); the tiles run in *waves* over the G
 tile doing ``K + tile_overhead_steps`` steps of ``128 x n`` multiply-adds at
 ``efficiency x`` the SM's share of the peak. A weight-gradient pass may also split its long
 reduction into ``s`` parts to fill the SMs (cuDNN's split-K kernels), paying for the partial
-sums in memory; ``s`` is any count from 1 to 64 (each part keeping at least 64 reduction
-steps), not only a power of two: powers of two left a 56-SM P100 up to 43% idle (four tiles
-split 8 ways fill 32 SMs) and made the fitted efficiency carry that one GPU's wave pattern.
+sums in memory. ``s`` is any count from 1 to 64, not only a power of two, and the reduction is
+cut into slices of at least 64 steps, the last one shorter, so more work never takes less time.
+Powers of two left a 56-SM P100 up to 43% idle (four tiles split 8 ways fill 32 SMs) and made
+the fitted efficiency carry that one GPU's wave pattern.
 cuDNN's algorithm search picks the fastest kernel, so the model takes the fastest
 of the tile widths and splits, and of three algorithms:
 
@@ -51,7 +52,9 @@ PASSES = ("fwd", "bwd_data", "bwd_filter")
 TILE_ROWS = 128
 TILE_COLS = (128, 64, 32, 16)
 SPLITS = tuple(range(1, 65))  # split-K part counts
-MIN_SPLIT_STEPS = 64  # a split part keeps at least this many reduction steps
+#: a split slice keeps at least this many reduction steps (the last slice takes the remainder,
+#: so a longer reduction never gets shorter slices: time is monotone in the reduction)
+MIN_SPLIT_STEPS = 64
 # Winograd F(m x m, r x r) by filter size r: output tile m; alpha = m + r - 1 = 6 (36 GEMMs)
 WINOGRAD_TILE = {3: 4, 5: 2}
 MODEL_FILE = "kernel_model.json"
@@ -232,14 +235,20 @@ def _gemm_s(
         resident = TILE_ROWS * TILE_COLS[0] // (TILE_ROWS * cols)  # tiles an SM runs at once
         tiles = count * _ceil(m, TILE_ROWS) * _ceil(n, cols)
         for parts in SPLITS if split else (1,):
-            if parts > 1 and k / parts < MIN_SPLIT_STEPS:
-                break
-            waves = _ceil(tiles * parts, gpu.sms * resident)
-            steps = k / parts + model.tile_overhead_steps
+            slice_steps, used = k / parts, parts
+            last = parts > 1 and slice_steps <= MIN_SPLIT_STEPS
+            if last:  # slices of the minimum length, the last one shorter: more are not used
+                if k <= MIN_SPLIT_STEPS:
+                    break
+                slice_steps, used = MIN_SPLIT_STEPS, _ceil(k, MIN_SPLIT_STEPS)
+            waves = _ceil(tiles * used, gpu.sms * resident)
+            steps = slice_steps + model.tile_overhead_steps
             t = waves * 2.0 * TILE_ROWS * TILE_COLS[0] * steps / (per_sm_flops * efficiency)
-            if parts > 1:  # partial sums written and read back
-                t += 2 * 4.0 * parts * count * m * n / mem_Bps
+            if used > 1:  # partial sums written and read back
+                t += 2 * 4.0 * used * count * m * n / mem_Bps
             best = min(best, t)
+            if last:
+                break
     return best
 
 
