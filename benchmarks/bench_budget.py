@@ -32,10 +32,10 @@ CONFIGS = [
 
 
 def _measure(model: str, gpus: int, kwargs: dict) -> str:
-    setup = api.prepare(model, gpus, **kwargs)
+    setup = api.prepare(api.job(model, gpus, **kwargs))
     plan = plan_from_dag(setup.dag, with_comm=True)
     est = budget.estimate_detailed(plan, setup.comm, gpus, 5, 1, limit=float("inf"))
-    run = api.prepare(model, gpus, **kwargs)
+    run = api.prepare(api.job(model, gpus, **kwargs))
     count = [0]
     original = simpy.Environment.schedule
 
@@ -47,7 +47,7 @@ def _measure(model: str, gpus: int, kwargs: dict) -> str:
     tracemalloc.start()
     t0 = time.perf_counter()
     try:
-        run.simulate(api.sim_options(engine="detailed"))
+        run.simulate(api.sim_options(api.SimulationConfig(engine="detailed")))
     finally:
         wall = time.perf_counter() - t0
         peak = tracemalloc.get_traced_memory()[1]

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 
-from ddlsim.api import prepare
+from ddlsim.api import job, prepare
 from ddlsim.engine.plan import plan_from_dag
 from ddlsim.engine.simulate import SimOptions
 
@@ -51,14 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     for gpus in (8, 256, 1024, 4096):
-        setup = prepare(args.model, gpus)
+        setup = prepare(job(args.model, gpus))
         t = _median_time_s(setup.simulate, args.repeat)
         n_ops = len(plan_from_dag(setup.dag).ops)
         print(
             f"fast engine, {gpus:5d} GPUs: simulate {1e3 * t:7.2f} ms ({n_ops} comm ops/iteration)"
         )
     for gpus in (8, 256, 1024, *((4096,) if args.detailed_4096 else ())):
-        setup = prepare(args.model, gpus)
+        setup = prepare(job(args.model, gpus))
         opts = SimOptions(engine="detailed", warmup_iterations=0, measured_iterations=2)
         t0 = time.perf_counter()
         setup.simulate(opts)

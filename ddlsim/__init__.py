@@ -1,21 +1,35 @@
 """ddlsim — discrete-event simulator of distributed synchronous-SGD training.
 
-Three inputs, one pipeline: a workload (model + per-layer compute calibration), a cluster (GPUs,
-links, network) and a strategy (Horovod/NCCL/MPI/parameter servers and their knobs).
+A job is three inputs (:mod:`ddlsim.config`): a workload (model, batch, precision, per-layer
+compute calibration), a system (GPUs, links, network) and an execution (Horovod / NCCL / MPI /
+parameter servers and their knobs), simulated as its simulation settings say.
 :func:`ddlsim.predict` joins them; everything else sees one input. Units are SI throughout
 (seconds, bytes, bytes/second).
 """
 
-__version__ = "0.1.0"
+from ddlsim.version import __version__
 
-__all__ = ["Prediction", "__version__", "predict", "prepare"]
+_API = ("Prediction", "predict", "predict_job", "prepare", "rerun")
+_CONFIG = (
+    "ExecutionConfig",
+    "JobConfig",
+    "SimulationConfig",
+    "SystemConfig",
+    "WorkloadConfig",
+    "job",
+)
+__all__ = ["__version__", *_API, *_CONFIG]
 
 
 def __getattr__(name: str) -> object:
-    """``ddlsim.predict`` / ``ddlsim.prepare`` / ``ddlsim.Prediction``, imported on first use so
-    that ``import ddlsim`` stays light."""
-    if name in ("predict", "prepare", "Prediction"):
+    """``ddlsim.predict``, ``ddlsim.prepare``, ``ddlsim.job``, ... imported on first use so that
+    ``import ddlsim`` stays light."""
+    if name in _API:
         from ddlsim import api
 
         return getattr(api, name)
+    if name in _CONFIG:
+        from ddlsim import config
+
+        return getattr(config, name)
     raise AttributeError(f"module 'ddlsim' has no attribute {name!r}")

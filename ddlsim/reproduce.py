@@ -4,23 +4,23 @@ The ``inputs`` of a prediction (``predict --json``, a timeline's ``metadata.inpu
 row's ``config`` column) hold a :func:`record`:
 
 - ``predict_kwargs``: the complete keyword arguments :func:`ddlsim.predict` ran with, every
-  default filled in from the signatures of :func:`ddlsim.predict` and :func:`ddlsim.prepare`
-  (so a keyword added to either later is recorded without touching this module, and a later
-  change of a default does not change what a record re-runs);
+  default filled in from the job's groups (:mod:`ddlsim.config`: a field added to a group later
+  is recorded without touching this module, and a later change of a default does not change
+  what a record re-runs);
 - ``ddlsim_version``;
 - ``calibration_source``: the calibration file the compute times were read from (given, or
   found by the search, or the file a derived calibration was computed from) and its SHA-256.
 
 :func:`load` reads the record back from a JSON file and refuses, with one line, a file whose
 calibration is no longer what the record says (changed, missing); a different ddlsim version
-is a warning. The JSON encoding of the keyword arguments is plain JSON except for dicts with
-non-string keys (``stragglers``), written as ``{"__pairs__": [[key, value], ...]}``.
+is a warning (:func:`ddlsim.api.rerun` predicts it again). The JSON encoding of the keyword
+arguments is plain JSON except for dicts with non-string keys (``stragglers``), written as
+``{"__pairs__": [[key, value], ...]}``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import math
 import os
@@ -29,22 +29,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ddlsim import __version__
+from ddlsim.config import defaults
 from ddlsim.errors import ConfigError
+from ddlsim.version import __version__
 
 PAIRS = "__pairs__"
 
 
 def keyword_defaults() -> dict[str, Any]:
-    """Default value of every keyword of :func:`ddlsim.predict` and :func:`ddlsim.prepare`."""
-    from ddlsim.api import predict, prepare
-
-    return {
-        name: param.default
-        for fn in (prepare, predict)
-        for name, param in inspect.signature(fn).parameters.items()
-        if param.default is not inspect.Parameter.empty
-    }
+    """Default value of every keyword of :func:`ddlsim.predict` (:func:`ddlsim.config.defaults`)."""
+    return defaults()
 
 
 def complete_kwargs(call: Mapping[str, Any]) -> dict[str, Any]:
@@ -191,23 +185,3 @@ def check_same_source(rec: Mapping[str, Any], rerun: Mapping[str, Any], where: o
             f"--from-json: {where} used calibration {before.get('path')}, the re-run found "
             f"{after.get('path')}; pass --calibration explicitly or remove the new file"
         )
-
-
-def rerun(path: str | os.PathLike[str]) -> Any:
-    """:func:`ddlsim.predict` of the record in the JSON result at ``path`` (:func:`load`),
-    checked to read the same calibration file. A hand-edited value predict cannot take (a list
-    where a number belongs) is a :class:`ConfigError` naming the file, not a traceback."""
-    from ddlsim.api import predict
-
-    kwargs, rec = load(path)
-    try:
-        result = predict(**kwargs)
-    except (TypeError, ValueError, KeyError, AttributeError) as exc:
-        if isinstance(exc, ConfigError):
-            raise
-        reason = " ".join(str(exc).split())[:200]
-        raise ConfigError(
-            f"--from-json: {path} records arguments predict cannot take ({reason})"
-        ) from None
-    check_same_source(rec, result.inputs, path)
-    return result

@@ -21,6 +21,7 @@ from ddlsim.comm.nccl import (
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, GATHER, HorovodRelease, horovod_release
 from ddlsim.units import MiB
+from ddlsim.workload.calibration_use import DEFAULT_BATCH_PER_GPU
 
 COMM_METHODS = (
     "horovod-nccl",
@@ -44,7 +45,6 @@ NCCL_PROTOCOLS = PROTOCOL_CHOICES
 HOROVOD_VERSION = DEFAULT_HOROVOD_VERSION
 DEFAULT_FUSION_THRESHOLD_BYTES = 128 * MiB
 DEFAULT_CYCLE_TIME_S = 1e-3
-DEFAULT_BATCH_PER_GPU = 64
 
 
 @dataclass(frozen=True)

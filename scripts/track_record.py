@@ -1,4 +1,4 @@
-"""Rebuild (or check) ddlsim/validate/data/track_record.json: the measured error that
+"""Rebuild (or check) ddlsim/data/track_record.json: the measured error that
 ``ddlsim predict`` quotes, by communication method and node count.
 
     python scripts/track_record.py            # print the table
@@ -6,7 +6,7 @@
 
 Runs ``ddlsim validate traces/measured/runs.csv`` twice: the default pass, and the large-N
 efficiency-only rows under their era's configuration (:data:`ASSUMED_PASS`); see
-:mod:`ddlsim.validate.track_record`.
+:mod:`ddlsim.track_record`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ import sys
 from pathlib import Path
 
 from ddlsim.atomic import atomic_write_text
+from ddlsim.track_record import ASSUMED_PASS, FILE, format_line
 from ddlsim.validate.core import validate_file
 from ddlsim.validate.options import ValidateOptions
 from ddlsim.validate.runs import load_runs
-from ddlsim.validate.track_record import ASSUMED_PASS, FILE, format_line, summarise
+from ddlsim.validate.track_record_build import summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "traces" / "measured" / "runs.csv"
-OUT = ROOT / "ddlsim" / "validate" / "data" / FILE
+OUT = ROOT / "ddlsim" / "data" / FILE
 
 
 def build(runs_csv: Path = RUNS) -> dict:

@@ -29,7 +29,7 @@ def _counted_run(setup) -> int:
 
     simpy.Environment.schedule = schedule
     try:
-        setup.simulate(api.sim_options(engine="detailed"))
+        setup.simulate(api.sim_options(api.SimulationConfig(engine="detailed")))
     finally:
         simpy.Environment.schedule = original
     return count[0]
@@ -47,9 +47,14 @@ def _counted_run(setup) -> int:
     ],
 )
 def test_the_estimate_counts_what_the_run_does(model, gpus, kwargs):
-    setup = api.prepare(model, gpus, **kwargs)
+    setup = api.prepare(api.job(model, gpus, **kwargs))
     plan = plan_from_dag(setup.dag, with_comm=True)
-    interferes = api.sim_options().sync.interference_fraction(setup.cluster, setup.comm) > 0
+    interferes = (
+        api.sim_options(api.SimulationConfig()).sync.interference_fraction(
+            setup.cluster, setup.comm
+        )
+        > 0
+    )
     est = budget.estimate_detailed(
         plan, setup.comm, gpus, 5, 1, limit=float("inf"), timeouts_per_segment=1 + interferes
     )
@@ -59,17 +64,17 @@ def test_the_estimate_counts_what_the_run_does(model, gpus, kwargs):
             steps += 5 * step.repeat
             flows += 5 * step.repeat * step.n_flows
     assert (est.flows, est.steps) == (flows, steps)  # exact: the schedules themselves
-    actual = _counted_run(api.prepare(model, gpus, **kwargs))
+    actual = _counted_run(api.prepare(api.job(model, gpus, **kwargs)))
     assert 0.9 * actual <= est.sim_events <= 1.4 * actual  # measured: 0.94-1.29
     assert est.events == est.flows + budget.PROCESS_EVENT_WEIGHT * (est.sim_events + est.steps)
 
 
 def test_memory_estimate_grows_with_workers_and_operations():
-    setup = api.prepare("resnet50", 8)
+    setup = api.prepare(api.job("resnet50", 8))
     plan = plan_from_dag(setup.dag, with_comm=True)
     small = budget.estimate_detailed(plan, setup.comm, 8, 5, 1, limit=1e30)
     per_worker = budget.WORKER_BYTES + budget.WORKER_OP_ITERATION_BYTES * 5 * len(plan.ops)
-    big_setup = api.prepare("resnet50", 64)
+    big_setup = api.prepare(api.job("resnet50", 64))
     big = budget.estimate_detailed(
         plan_from_dag(big_setup.dag, with_comm=True), big_setup.comm, 64, 5, 1, limit=1e30
     )
@@ -101,7 +106,7 @@ def test_max_events_must_be_a_finite_positive_number(value, capsys):
 
 
 def test_memory_over_the_available_share_is_refused():
-    setup = api.prepare("resnet50", 64)
+    setup = api.prepare(api.job("resnet50", 64))
     plan = plan_from_dag(setup.dag, with_comm=True)
     with pytest.raises(ConfigError, match=r"80% of the .* GiB of memory available"):
         budget.check_detailed(plan, setup.comm, 64, 5, 1, available_bytes=1e6)

@@ -18,13 +18,13 @@ from ddlsim.calibrate.devices import (
 from ddlsim.calibrate.logs import check_log, read_log
 from ddlsim.calibrate.profiler import LayerMatcher, OpEvent, StepWindow, _top_level, attribute
 from ddlsim.calibrate.progress import Progress, SummaryRow, format_duration, format_table
-from ddlsim.calibrate.transfer import anchor_throughput, transfer_device
 from ddlsim.cli.main import main
 from ddlsim.cluster.catalog import device
 from ddlsim.errors import CalibrationError, ConfigError, UnknownNameError
 from ddlsim.workload import profile as profile_io
 from ddlsim.workload.roofline import layer_time_s
 from ddlsim.workload.store import calibration_path, shipped_dir
+from ddlsim.workload.transfer import anchor_throughput, transfer_device
 from ddlsim.workload.zoo import get_model
 
 DATA = Path(__file__).parent / "data"

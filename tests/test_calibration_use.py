@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import ddlsim
-from ddlsim.calibrate.transfer import transfer_device
 from ddlsim.errors import ConfigError
 from ddlsim.workload import profile as profile_io
+from ddlsim.workload.transfer import transfer_device
 
 REPO = Path(__file__).resolve().parents[1]
 K80_ALEXNET = REPO / "calibration" / "k80" / "alexnet" / "b32-fp32.json"

@@ -26,7 +26,7 @@ def launched(p: ddlsim.Prediction) -> list[dict]:
 
 
 def test_buffers_pending_at_a_long_cycle_are_fused_again() -> None:
-    setup = ddlsim.prepare("resnet101", 256, **SLOW_NEGOTIATION)
+    setup = ddlsim.prepare(ddlsim.job("resnet101", 256, **SLOW_NEGOTIATION))
     planned = plan_from_dag(setup.dag).ops
     p = ddlsim.predict("resnet101", 256, **SLOW_NEGOTIATION)
     ops = launched(p)
@@ -39,7 +39,7 @@ def test_buffers_pending_at_a_long_cycle_are_fused_again() -> None:
 
 def test_fusion_off_launches_every_planned_op_alone() -> None:
     kwargs = dict(SLOW_NEGOTIATION, fusion_threshold_mb=0)
-    setup = ddlsim.prepare("resnet101", 256, **kwargs)
+    setup = ddlsim.prepare(ddlsim.job("resnet101", 256, **kwargs))
     p = ddlsim.predict("resnet101", 256, **kwargs)
     assert len(launched(p)) == len(plan_from_dag(setup.dag).ops)
 

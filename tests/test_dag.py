@@ -5,7 +5,7 @@ from __future__ import annotations
 import networkx as nx
 import pytest
 
-from ddlsim.api import prepare
+from ddlsim.api import job, prepare
 from ddlsim.comm.placement import place
 from ddlsim.dag import COMM_KINDS, EdgeKind, NodeKind, build_dag, nodes_in_order
 from ddlsim.workload.zoo import get_model
@@ -17,7 +17,7 @@ def _kinds(g: nx.DiGraph) -> set[NodeKind]:
 
 @pytest.mark.parametrize("comm", ["horovod-nccl", "ps", "byteps", "distributed-replicated"])
 def test_dag_is_acyclic_with_closed_kinds_and_conserves_gradient_bytes(comm):
-    setup = prepare("resnet50", 16, comm=comm, gpus_per_node=4)
+    setup = prepare(job("resnet50", 16, comm=comm, gpus_per_node=4))
     g = setup.dag
     assert nx.is_directed_acyclic_graph(g)
     assert all(isinstance(d["kind"], NodeKind) for _, d in g.nodes(data=True))
@@ -32,7 +32,7 @@ def test_dag_is_acyclic_with_closed_kinds_and_conserves_gradient_bytes(comm):
 
 
 def test_forward_then_backward_in_reverse_layer_order_then_update():
-    setup = prepare("alexnet", 8)
+    setup = prepare(job("alexnet", 8))
     g = setup.dag
     layers = [la.name for la in get_model("alexnet").layers]
     fwd = [g.nodes[n]["layer"] for n in nodes_in_order(g, NodeKind.FORWARD)]
@@ -45,7 +45,7 @@ def test_forward_then_backward_in_reverse_layer_order_then_update():
 
 
 def test_each_allreduce_depends_on_the_backward_of_its_layers_by_data_edges():
-    g = prepare("googlenet", 8, cycle_time_ms=10).dag
+    g = prepare(job("googlenet", 8, cycle_time_ms=10)).dag
     for node in nodes_in_order(g, NodeKind.ALLREDUCE):
         preds = {g.nodes[p]["layer"] for p in g.predecessors(node)}
         assert preds == set(g.nodes[node]["layers"])
@@ -53,14 +53,14 @@ def test_each_allreduce_depends_on_the_backward_of_its_layers_by_data_edges():
 
 
 def test_input_node_only_with_real_data():
-    assert NodeKind.INPUT not in _kinds(prepare("resnet50", 8).dag)
-    g = prepare("resnet50", 8, data="real").dag
+    assert NodeKind.INPUT not in _kinds(prepare(job("resnet50", 8)).dag)
+    g = prepare(job("resnet50", 8, data="real")).dag
     assert NodeKind.INPUT in _kinds(g)
     assert next(g.successors("input")) == "fwd:conv0"
 
 
 def test_parameter_server_pulls_feed_forward_and_pushes_follow_backward():
-    g = prepare("vgg16", 8, comm="ps", n_ps=3, gpus_per_node=4).dag
+    g = prepare(job("vgg16", 8, comm="ps", n_ps=3, gpus_per_node=4)).dag
     pulls = nodes_in_order(g, NodeKind.PULL)
     pushes = nodes_in_order(g, NodeKind.PUSH)
     model = get_model("vgg16")
@@ -78,7 +78,7 @@ def test_parameter_server_pulls_feed_forward_and_pushes_follow_backward():
 
 
 def test_build_dag_is_pure():
-    setup = prepare("resnet50", 8)
+    setup = prepare(job("resnet50", 8))
     a = build_dag(setup.workload, setup.strategy)
     b = build_dag(setup.workload, setup.strategy)
     assert nx.utils.graphs_equal(a, b)
@@ -86,7 +86,7 @@ def test_build_dag_is_pure():
 
 @pytest.mark.parametrize("comm", ["horovod-nccl", "ps"])
 def test_without_wait_free_backprop_every_exchange_follows_the_backward_pass(comm):
-    setup = prepare("resnet50", 8, comm=comm)
+    setup = prepare(job("resnet50", 8, comm=comm))
     g = build_dag(setup.workload, setup.strategy.with_(wait_free_backprop=False), n_ps=2)
     last_bwd = nodes_in_order(g, NodeKind.BACKWARD)[-1]
     exchanges = nodes_in_order(g, NodeKind.ALLREDUCE, NodeKind.PUSH)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddlsim.api import predict, prepare
+from ddlsim.api import job, predict, prepare
 from ddlsim.cluster import catalog
 from ddlsim.engine.plan import plan_from_dag
 from ddlsim.engine.simulate import SimOptions
@@ -114,9 +114,9 @@ def test_parameter_servers_scale_worse_than_ring_allreduce():
 
 
 def test_disabling_fusion_launches_one_collective_per_layer():
-    setup = prepare("resnet50", 16, fusion_threshold_mb=0)
-    fused = prepare("resnet50", 16, cycle_time_ms=20)
-    slower_cycle = prepare("resnet50", 16, cycle_time_ms=100)
+    setup = prepare(job("resnet50", 16, fusion_threshold_mb=0))
+    fused = prepare(job("resnet50", 16, cycle_time_ms=20))
+    slower_cycle = prepare(job("resnet50", 16, cycle_time_ms=100))
     weighted = sum(1 for layer in get_model("resnet50").layers if layer.tensors)
     assert len(plan_from_dag(setup.dag).ops) == weighted
     assert len(plan_from_dag(slower_cycle.dag).ops) < len(plan_from_dag(fused.dag).ops) < weighted
@@ -143,7 +143,9 @@ def test_stragglers_need_the_detailed_engine():
 
 
 def test_steady_state_is_reached():
-    p = prepare("resnet50", 256).simulate(SimOptions(warmup_iterations=2, measured_iterations=4))
+    p = prepare(job("resnet50", 256)).simulate(
+        SimOptions(warmup_iterations=2, measured_iterations=4)
+    )
     measured = p.iteration_times_s[2:]
     assert max(measured) - min(measured) <= 0.01 * p.iteration_time_s
 
@@ -154,8 +156,8 @@ def test_jitter_needs_the_detailed_engine():
 
 
 def test_a_calibration_file_for_another_gpu_is_re_timed_and_says_so(tmp_path):
-    from ddlsim.calibrate.transfer import transfer_device
     from ddlsim.workload.profile import save
+    from ddlsim.workload.transfer import transfer_device
 
     prof = find_profile(get_model("resnet50"), catalog.device("p100"), 64, "fp32")
     path = save(prof, tmp_path / "p100.json")

@@ -120,10 +120,10 @@ def ddlsim_predict(**kw):
 
 def test_the_simulated_timeline_names_gloo_like_horovod() -> None:
     from ddlsim.analysis.trace_events import EventFactory
-    from ddlsim.api import prepare
+    from ddlsim.api import job, prepare
 
     kwargs = predict_kwargs(MODEL, 2, BATCH, None)
-    setup = prepare(**{k: v for k, v in kwargs.items() if k != "model"}, model=MODEL)
+    setup = prepare(job(**{k: v for k, v in kwargs.items() if k != "model"}, model=MODEL))
     assert EventFactory(setup).allreduce_name == "GLOO_ALLREDUCE"
 
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from ddlsim.api import HOST_DECODE_IMAGES_PER_S_PER_THREAD, predict, prepare
+from ddlsim.api import job, predict, prepare
 from ddlsim.cli.main import main
 from ddlsim.cluster import catalog
 from ddlsim.dag import NodeKind, nodes_in_order
 from ddlsim.errors import ConfigError
+from ddlsim.resolve import HOST_DECODE_IMAGES_PER_S_PER_THREAD
 
 DGX1V = dict(model="resnet50", gpu="v100-sxm2", batch=256, precision="amp", rank_sigma=0.0)
 
 
 def test_default_rate_is_host_threads_times_the_per_thread_rate() -> None:
-    setup = prepare("resnet50", 8, gpu="v100-sxm2", batch=128, data="real")
+    setup = prepare(job("resnet50", 8, gpu="v100-sxm2", batch=128, data="real"))
     threads = catalog.device("v100-sxm2").host_cpu_threads
     assert threads == 80  # DGX-1V: 2 x 20-core Xeon E5-2698 v4
     rate = threads * HOST_DECODE_IMAGES_PER_S_PER_THREAD
@@ -33,11 +34,11 @@ def test_an_input_bound_node_runs_at_the_host_rate() -> None:
 
 
 def test_dali_decodes_on_the_gpus_so_the_host_rate_does_not_bind() -> None:
-    host = prepare("resnet50", 8, gpu="v100-sxm2", data="real", host_input_images_per_s=10.0)
-    dali = prepare(
+    host = prepare(job("resnet50", 8, gpu="v100-sxm2", data="real", host_input_images_per_s=10.0))
+    dali = prepare(job(
         "resnet50", 8, gpu="v100-sxm2", data="real", input_pipeline="dali",
         host_input_images_per_s=10.0,
-    )  # fmt: skip
+    ))  # fmt: skip
     assert nodes_in_order(host.dag, NodeKind.INPUT)
     assert not nodes_in_order(dali.dag, NodeKind.INPUT)
     synthetic = predict(gpus=8, **DGX1V)
@@ -49,7 +50,7 @@ def test_dali_decodes_on_the_gpus_so_the_host_rate_does_not_bind() -> None:
 @pytest.mark.parametrize("bad", [0.0, -5.0, float("inf")])
 def test_bad_rate_is_refused(bad: float) -> None:
     with pytest.raises(ConfigError, match="host input rate"):
-        prepare("resnet50", 8, data="real", host_input_images_per_s=bad)
+        prepare(job("resnet50", 8, data="real", host_input_images_per_s=bad))
 
 
 def test_cli_flags(capsys) -> None:

@@ -171,12 +171,14 @@ def test_every_fused_buffer_says_what_it_ran() -> None:
 
 def test_nccl_runs_over_rdma_where_the_nic_offers_it() -> None:
     """25 GbE: RoCE for NCCL, TCP for the methods that use sockets (gRPC)."""
-    nccl = ddlsim.prepare("resnet50", 16, gpus_per_node=4, inter_node="25gbe")
-    ps = ddlsim.prepare("resnet50", 16, gpus_per_node=4, inter_node="25gbe", comm="ps")
-    tcp = ddlsim.prepare("resnet50", 16, gpus_per_node=4, inter_node="25gbe", transport="tcp")
+    nccl = ddlsim.prepare(ddlsim.job("resnet50", 16, gpus_per_node=4, inter_node="25gbe"))
+    ps = ddlsim.prepare(ddlsim.job("resnet50", 16, gpus_per_node=4, inter_node="25gbe", comm="ps"))
+    tcp = ddlsim.prepare(
+        ddlsim.job("resnet50", 16, gpus_per_node=4, inter_node="25gbe", transport="tcp")
+    )
     assert (nccl.cluster.transport, ps.cluster.transport, tcp.cluster.transport) == (
         "rdma",
         "tcp",
         "tcp",
     )
-    assert ddlsim.prepare("resnet50", 16, inter_node="10gbe").cluster.transport == "tcp"
+    assert ddlsim.prepare(ddlsim.job("resnet50", 16, inter_node="10gbe")).cluster.transport == "tcp"

@@ -6,7 +6,7 @@ calibration file is refused.
 from __future__ import annotations
 
 import contextlib
-import inspect
+import dataclasses
 import io
 import json
 import shutil
@@ -17,8 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ddlsim
-from ddlsim import api, reproduce
+from ddlsim import reproduce
 from ddlsim.cli.main import build_parser, main
+from ddlsim.config import JobConfig
 
 REPO = Path(__file__).resolve().parents[1]
 K80_ALEXNET = REPO / "calibration" / "k80" / "alexnet" / "b32-fp32.json"
@@ -59,14 +60,14 @@ def test_from_json_re_runs_byte_identical(argv, tmp_path, cli):
     assert code == 0 and text == cli("predict", *argv)[1]
 
 
-def test_the_record_holds_every_keyword_of_predict_and_prepare(cli):
+def test_the_record_holds_every_field_of_the_job(cli):
     _, out, _ = cli("predict", "--json")
     inputs = json.loads(out)["inputs"]
+    job = JobConfig()
     keywords = {
-        name
-        for fn in (api.predict, api.prepare)
-        for name, p in inspect.signature(fn).parameters.items()
-        if p.kind is not inspect.Parameter.VAR_KEYWORD
+        f.name
+        for group in dataclasses.fields(job)
+        for f in dataclasses.fields(getattr(job, group.name))
     }
     assert set(inputs["predict_kwargs"]) == keywords
     assert inputs["ddlsim_version"] == ddlsim.__version__

@@ -35,7 +35,7 @@ def bandwidth_bound_efficiency(model: str, gpus: int, gpu: str, network: str) ->
     """Efficiency if nothing but the ring's bandwidth term cost time, the exchange following the
     compute: T_compute / (T_compute + 2(N-1)/N S / B_bus) (closed form, no simulation) -- the
     most the bandwidth term alone can take."""
-    setup = ddlsim.prepare(model, gpus, gpu=gpu, inter_node=network)
+    setup = ddlsim.prepare(ddlsim.job(model, gpus, gpu=gpu, inter_node=network))
     s = setup.workload.model.grad_bytes(setup.strategy.grad_dtype)
     bus = Topology.of(setup.cluster).bus_Bps
     t_bw = 2 * (gpus - 1) / gpus * s / bus

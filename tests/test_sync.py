@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddlsim.api import predict, prepare
+from ddlsim.api import job, predict, prepare
 from ddlsim.cli.main import main
 from ddlsim.engine.simulate import SimOptions
 from ddlsim.engine.sync import DEFAULT_RANK_SIGMA, expected_slowest_factor, rank_factors
@@ -80,7 +80,7 @@ def test_one_gpu_is_unaffected() -> None:
 
 
 def test_detailed_engine_samples_what_the_fast_engine_expects() -> None:
-    setup = prepare("resnet50", 8, gpu="p100", comm="horovod-nccl")
+    setup = prepare(job("resnet50", 8, gpu="p100", comm="horovod-nccl"))
     fast = setup.simulate(SimOptions(rank_sigma=0.1))
     detailed = setup.simulate(
         SimOptions(engine="detailed", rank_sigma=0.1, measured_iterations=60, seed=3)

@@ -8,15 +8,15 @@ import math
 import pytest
 
 import ddlsim
-from ddlsim.analysis.ttt import (
+from ddlsim.cli.main import main
+from ddlsim.errors import ConfigError
+from ddlsim.workload.ttt import (
     DEFAULT_EPOCHS,
     IMAGENET_1K_TRAIN_IMAGES,
     format_duration,
     time_to_train_s,
     validate_ttt_inputs,
 )
-from ddlsim.cli.main import main
-from ddlsim.errors import ConfigError
 
 EXIT_USAGE = 2
 

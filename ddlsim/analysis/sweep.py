@@ -95,9 +95,9 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
     Never raises for a bad configuration: a :class:`DdlsimError` becomes ``status="error"``
     with the message in ``error`` and empty results.
     """
-    from ddlsim import __version__
     from ddlsim.api import predict
     from ddlsim.reproduce import complete_kwargs, encode
+    from ddlsim.version import __version__
 
     config = dict(config)
     try:

@@ -20,7 +20,6 @@ iterations of the traced workers and turns every span into a complete event (``p
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -36,6 +35,7 @@ from ddlsim.analysis.trace_events import (
     us,
 )
 from ddlsim.atomic import atomic_write_text
+from ddlsim.config import JobConfig
 from ddlsim.engine.breakdown import window_breakdown
 from ddlsim.engine.core import Span
 from ddlsim.engine.simulate import SimResult
@@ -45,8 +45,6 @@ from ddlsim.errors import ConfigError
 MAX_TRACE_ITERATIONS = 100
 #: most events in one trace (~250 bytes of JSON each: ~500 MB, what Perfetto's UI still opens)
 MAX_TRACE_EVENTS = 2_000_000
-#: predict() keywords with no bearing on one iteration's timeline
-_IGNORED_KEYS = ("epochs", "dataset_images")
 
 
 def iteration_windows(spans: Iterable[Span], worker: int) -> dict[int, Interval]:
@@ -78,29 +76,16 @@ def build_trace(
         or not 1 <= iterations <= MAX_TRACE_ITERATIONS
     ):
         raise ConfigError(f"iterations must be in 1..{MAX_TRACE_ITERATIONS}, got {iterations!r}")
-    cfg = dict(config)
-    engine_keys = inspect.signature(api.sim_options).parameters  # engine options, not config
-    engine_kw = {k: cfg.pop(k) for k in list(cfg) if k in engine_keys}
-    for key in _IGNORED_KEYS:
-        cfg.pop(key, None)
-    options = api.sim_options(**engine_kw)
-    setup = api.prepare(**cfg)
+    job = JobConfig.from_kwargs(**config)
+    options = api.sim_options(job.simulation)
+    setup = api.prepare(job)
     traced = _resolve_workers(workers, options.engine, setup.cluster.n_gpus)
     _check_trace_size(len(traced), iterations, setup.dag.number_of_nodes())
     options = replace(
         options, measured_iterations=max(3, iterations), trace_workers=frozenset(traced)
     )
     sim = setup.simulate(options)
-    inputs = api._inputs(
-        setup.workload.model.name,
-        setup.cluster,
-        setup.strategy,
-        setup.workload,
-        options.engine,
-        setup.comm,
-    )
-    inputs["rank_sigma"] = options.rank_sigma
-    inputs.update(api.record(dict(config), setup))
+    inputs = api.describe(job, setup, options)
     return trace_from_sim(sim, setup, inputs, iterations=iterations, workers=traced)
 
 

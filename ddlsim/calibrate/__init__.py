@@ -10,7 +10,7 @@ the calibration path, never by ``ddlsim predict``. The pieces:
 * :mod:`~ddlsim.calibrate.run`: one profiling pass (warm-up, timed and traced training steps,
   serialised op execution) -> a :class:`~ddlsim.workload.profile.ModelProfile`;
 * :mod:`~ddlsim.calibrate.profiler`: the ``*.xplane.pb`` trace, read and attributed to layers;
-* :mod:`~ddlsim.calibrate.transfer`, :mod:`~ddlsim.calibrate.logs`: anchoring to a measured
+* :mod:`~ddlsim.workload.transfer`, :mod:`~ddlsim.calibrate.logs`: anchoring to a measured
   throughput (given, or read from a benchmark log) and roofline transfer to another GPU;
 * :mod:`~ddlsim.calibrate.devices`, :mod:`~ddlsim.calibrate.tf_env`: which device, which
   catalog id; :mod:`~ddlsim.calibrate.driver`, :mod:`~ddlsim.calibrate.progress`: the command.

@@ -27,13 +27,13 @@ from ddlsim.calibrate.defaults import (
 from ddlsim.calibrate.devices import Target, parse_device_flag
 from ddlsim.calibrate.progress import Progress, SummaryRow, format_table
 from ddlsim.calibrate.run import profile_pass
-from ddlsim.calibrate.transfer import anchor_throughput, transfer_device
 from ddlsim.cluster import catalog
 from ddlsim.errors import ConfigError
 from ddlsim.strategy import PRECISIONS
 from ddlsim.workload import profile as profile_io
 from ddlsim.workload.profile import ModelProfile
 from ddlsim.workload.store import calibration_path
+from ddlsim.workload.transfer import anchor_throughput, transfer_device
 from ddlsim.workload.zoo import MODEL_NAMES, get_model
 
 MAX_BATCH = 4096

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from ddlsim import __version__
 from ddlsim.calibrate import tf_env
 from ddlsim.calibrate.defaults import DEFAULT_STEPS, DEFAULT_WARMUP_STEPS
 from ddlsim.calibrate.definitions import GradientTensor
 from ddlsim.calibrate.devices import Target
 from ddlsim.calibrate.profiler import STEP_EVENT, Attribution, attribute, read_trace
 from ddlsim.errors import CalibrationError
+from ddlsim.version import __version__
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import LayerTiming, ModelProfile
 from ddlsim.workload.zoo import get_model

@@ -22,7 +22,6 @@ import statistics
 import time
 from typing import Any
 
-from ddlsim import __version__
 from ddlsim.calibrate import torch_env
 from ddlsim.calibrate.defaults import DEFAULT_STEPS, DEFAULT_WARMUP_STEPS
 from ddlsim.calibrate.devices import Target
@@ -39,6 +38,7 @@ from ddlsim.calibrate.run import (
 )
 from ddlsim.calibrate.torch_profiler import STEP_EVENT, attribute, read_events
 from ddlsim.errors import CalibrationError
+from ddlsim.version import __version__
 from ddlsim.workload.zoo import get_model
 
 METHOD = "torch-profiler"

@@ -34,11 +34,11 @@ class Rule:
 
 
 def _tf32_in_play(gpu: object, precision: object) -> bool:
-    """:func:`ddlsim.api.tf32_applies` for the catalog GPU ``gpu`` (default p100) at
+    """:func:`ddlsim.resolve.tf32_applies` for the catalog GPU ``gpu`` (default p100) at
     ``precision`` (default fp32); an unknown name counts as yes (predict names it)."""
-    from ddlsim.api import tf32_applies
     from ddlsim.cluster import catalog
     from ddlsim.errors import DdlsimError
+    from ddlsim.resolve import tf32_applies
 
     try:
         return tf32_applies(catalog.device(str(gpu or "p100")), str(precision or "fp32"))

@@ -19,8 +19,9 @@ from ddlsim.calibrate.defaults import (
     DEFAULT_STEPS,
     DEFAULT_WARMUP_STEPS,
 )
+from ddlsim.cli.args import integer as _int
+from ddlsim.cli.args import number as _number
 from ddlsim.cli.args import output_folder
-from ddlsim.cli.predict import _int, _number
 
 _EPILOG = """\
 examples:

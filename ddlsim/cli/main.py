@@ -10,8 +10,8 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from ddlsim import __version__
 from ddlsim.errors import DdlsimError
+from ddlsim.version import __version__
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddlsim.analysis.ttt import format_duration
-from ddlsim.api import HOST_DECODE_IMAGES_PER_S_PER_THREAD, Prediction
-from ddlsim.validate.track_record import format_line
+from ddlsim.api import Prediction
+from ddlsim.resolve import HOST_DECODE_IMAGES_PER_S_PER_THREAD
+from ddlsim.track_record import format_line
+from ddlsim.workload.ttt import format_duration
 
 #: how fp32 ran, where TF32 is in play (inputs["tf32"]; None elsewhere)
 _TF32 = {True: " (TF32 tensor cores)", False: " (TF32 off)"}

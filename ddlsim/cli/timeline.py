@@ -9,8 +9,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ddlsim.cli.args import integer as _int
 from ddlsim.cli.args import output_file
-from ddlsim.cli.predict import _int, add_config_arguments, predict_kwargs
+from ddlsim.cli.config_args import add_config_arguments, predict_kwargs
 
 
 def _ranks(text: str) -> list[int]:

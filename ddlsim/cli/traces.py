@@ -15,7 +15,7 @@ import json
 import sys
 
 from ddlsim.cli.args import int_at_least, output_file
-from ddlsim.cli.predict import add_config_arguments, predict_kwargs
+from ddlsim.cli.config_args import add_config_arguments, predict_kwargs
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -83,7 +83,7 @@ def _register_timeline(actions: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--compare", action="store_true", help="simulate with the flags below")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    add_config_arguments(p.add_argument_group("configuration for --compare (predict's flags)"))
+    add_config_arguments(p, title="--compare: ")
     p.set_defaults(func=run_timeline)
 
 

@@ -13,8 +13,9 @@ import json
 import sys
 
 from ddlsim.analysis.plot import FORMATS as FIGURE_FORMATS
+from ddlsim.cli.args import integer as _int
+from ddlsim.cli.args import number as _number
 from ddlsim.cli.args import output_file
-from ddlsim.cli.predict import _int, _number
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION

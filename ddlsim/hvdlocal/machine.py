@@ -15,7 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ddlsim import __version__
+from ddlsim.version import __version__
 
 PACKAGES = ("tensorflow-cpu", "tensorflow", "keras", "horovod", "numpy")
 _CPU_KEYS = ("model name", "vendor_id", "cpu family", "model", "stepping", "microcode")

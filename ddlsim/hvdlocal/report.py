@@ -58,13 +58,13 @@ def predict_run(
     model: str, workers: int, batch: int, calibration: str | None, baseline_ips: float | None
 ) -> Predicted:
     """The predictions of one worker count (``baseline_ips``: measured 1-worker img/s)."""
-    import ddlsim
+    from ddlsim.api import predict
 
     kwargs = predict_kwargs(model, workers, batch, calibration)
-    calibrated = ddlsim.predict(**kwargs)
+    calibrated = predict(**kwargs)
     anchored = calibrated
     if baseline_ips is not None:
-        anchored = ddlsim.predict(**kwargs, single_gpu_throughput=baseline_ips)
+        anchored = predict(**kwargs, single_gpu_throughput=baseline_ips)
     hidden = float(anchored.breakdown.get("comm_hidden_s", 0.0))
     comm = sum(op["duration_s"] for op in anchored.comm_ops)
     negotiate = sum(

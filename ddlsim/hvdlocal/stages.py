@@ -19,7 +19,7 @@ from importlib import util
 from pathlib import Path
 from typing import Any
 
-import ddlsim
+import ddlsim.version
 from ddlsim.atomic import check_folder
 from ddlsim.errors import ConfigError
 from ddlsim.extras import install_hint
@@ -28,7 +28,7 @@ from ddlsim.hvdlocal import fit as fitting
 from ddlsim.hvdlocal.workers import THREAD_ENV, pin, usable_cores
 
 PREFIX = "ddlsim-hvdlocal"
-ROOT = Path(ddlsim.__file__).resolve().parents[1]
+ROOT = Path(ddlsim.version.__file__).resolve().parents[1]
 
 
 def _env() -> dict[str, str]:

@@ -11,5 +11,5 @@
   rows under a catalog assumption are marked so that statistics keep them apart;
 - :mod:`~ddlsim.validate.stats` and :mod:`~ddlsim.validate.report`: error statistics, tables;
 - :mod:`~ddlsim.validate.plot`: predicted-vs-measured and scaling-curve figure (matplotlib);
-- :mod:`~ddlsim.validate.track_record`: the error by method and node count that predict quotes.
+- :mod:`~ddlsim.track_record`: the error by method and node count that predict quotes.
 """

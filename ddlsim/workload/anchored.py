@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddlsim import __version__
 from ddlsim.cluster.specs import DeviceSpec
+from ddlsim.version import __version__
 from ddlsim.workload import kernels
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import LayerTiming, ModelProfile

@@ -18,12 +18,13 @@ from typing import Any
 from ddlsim.cluster import catalog
 from ddlsim.cluster.specs import Cluster
 from ddlsim.errors import ConfigError
-from ddlsim.strategy import DEFAULT_BATCH_PER_GPU
 from ddlsim.workload.profile import ModelProfile
 from ddlsim.workload.zoo import get_model
 
 #: what ``model``, ``gpu``, ``batch`` and ``precision`` are when neither the caller nor a
 #: calibration file says
+#: mini-batch per GPU when neither the user nor a calibration file says (tf_cnn_benchmarks' usual)
+DEFAULT_BATCH_PER_GPU = 64
 DEFAULTS = {"model": "resnet50", "gpu": "p100", "batch": DEFAULT_BATCH_PER_GPU, "precision": "fp32"}
 
 
@@ -80,7 +81,7 @@ def for_cluster(prof: ModelProfile, path: Any, cluster: Cluster) -> ModelProfile
     catalogued(prof, path)
     if catalog.device(prof.device).id == cluster.device.id:
         return prof
-    from ddlsim.calibrate.transfer import transfer_device
+    from ddlsim.workload.transfer import transfer_device
 
     return transfer_device(prof, cluster.device.id, stamp=False)
 

@@ -6,14 +6,14 @@ quotes next to a prediction.
 default one (every row that states what a prediction needs) and the efficiency-only rows at 128
 and 512 GPUs under the configuration their source's era states (``HVD_README_EFF``: batch 64,
 fp32, Horovod 0.12, NCCL 2.1; marked ``assumed``). ``python scripts/track_record.py --write``
-rebuilds it and a test checks that the shipped file is what the model gives now, so the figure
-quoted is never stale. :func:`lookup` is light (no validation machinery is imported).
+rebuilds it (:mod:`ddlsim.validate.track_record_build`) and a test checks that the shipped file
+is what the model gives now, so the figure quoted is never stale. This module only reads the
+file: :func:`lookup` is light and imports no validation machinery.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -47,10 +47,10 @@ def regime(nodes: int) -> str:
 @lru_cache(maxsize=1)
 def _document() -> dict[str, Any]:
     try:
-        text = resources.files("ddlsim.validate").joinpath("data", FILE).read_text("utf-8")
+        text = resources.files("ddlsim").joinpath("data", FILE).read_text("utf-8")
         return json.loads(text)
     except (OSError, ValueError) as exc:
-        raise CatalogError(f"ddlsim/validate/data/{FILE} is unreadable: {exc}") from None
+        raise CatalogError(f"ddlsim/data/{FILE} is unreadable: {exc}") from None
 
 
 def lookup(comm: str, nodes: int) -> dict[str, Any]:
@@ -65,46 +65,6 @@ def lookup(comm: str, nodes: int) -> dict[str, Any]:
         empty = dict.fromkeys(("mape", "median_ape", "bias", "worst_run_id", "worst_rel_error"))
         return {**base, "n": 0, "n_assumed": 0, **empty}
     return {**base, **entry}
-
-
-def summarise(default_rows: Sequence[Any], assumed_rows: Sequence[Any]) -> dict[str, Any]:
-    """The file's content from the two passes' :class:`~ddlsim.validate.core.RowResult` lists."""
-    from ddlsim.cluster.catalog import build_cluster
-    from ddlsim.validate.core import PREDICTED
-    from ddlsim.validate.stats import error_stats
-
-    def nodes(run: Any) -> int:  # as predicted: predict's default node size where not stated
-        return build_cluster(run.gpu, run.gpus, run.gpus_per_node).n_nodes
-
-    groups: dict[str, list[tuple[Any, bool]]] = {}
-    for rows, assumed in ((default_rows, False), (assumed_rows, True)):
-        for r in rows:
-            if r.status != PREDICTED or r.rel_error is None or r.assumption:
-                continue
-            key = f"{r.run.comm} | {regime(nodes(r.run))}"
-            groups.setdefault(key, []).append((r, assumed))
-    table = {}
-    for key in sorted(groups):
-        members = groups[key]
-        stats = error_stats([r for r, _ in members])
-        table[key] = {
-            "n": stats["n"],
-            "n_assumed": sum(assumed for _, assumed in members),
-            "mape": round(stats["mape"], 4),
-            "median_ape": round(stats["median_ape"], 4),
-            "bias": round(stats["mean_rel_error"], 4),
-            "worst_run_id": stats["worst_run_id"],
-            "worst_rel_error": round(stats["worst_rel_error"], 4),
-        }
-    return {
-        "what": "relative error of ddlsim's prediction (images/s, or the scaling efficiency "
-        "for efficiency-only rows) against measured runs, by communication method and node "
-        "count; bias > 0: ddlsim predicts faster than measured",
-        "source": "ddlsim validate traces/measured/runs.csv",
-        "assumed_pass": ASSUMED_PASS,
-        "regimes": [label for label, _, _ in REGIMES],
-        "by_comm_regime": table,
-    }
 
 
 def format_line(entry: dict[str, Any]) -> str:

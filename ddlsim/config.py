@@ -1,0 +1,236 @@
+"""What one prediction is asked: a job = workload x system x execution (+ simulation settings).
+
+After Calculon's split of application, system and execution, a configuration is made of three
+things, each a frozen dataclass whose field names are the keywords of :func:`ddlsim.predict`,
+the ``predict_kwargs`` of a recorded result and (with ``-`` for ``_``) the command-line flags:
+
+- :class:`WorkloadConfig` -- what is trained: the model, the batch per GPU, the numerics, the
+  data, the compute calibration and the length of the run;
+- :class:`SystemConfig` -- what it runs on: the GPUs, how many per node, the links inside a
+  node and between nodes, the NICs and the hosts that decode the input;
+- :class:`ExecutionConfig` -- how the framework trains on it: the gradient-exchange method,
+  the parameter servers, Horovod's and NCCL's releases and knobs, who decodes the input;
+- :class:`SimulationConfig` -- how ddlsim simulates it: the engine, the synchronisation terms
+  (:mod:`ddlsim.engine.sync`), stragglers and jitter, the seed and the detailed engine's budget.
+
+:class:`JobConfig` holds the four. :meth:`JobConfig.from_kwargs` sorts flat keywords into their
+groups (every field name is unique across the groups, so a flat record stays unambiguous and
+readable) and :meth:`JobConfig.kwargs` flattens them back. Each group checks its own values
+when it is made (:class:`~ddlsim.errors.ConfigError` naming the value); names (models, GPUs,
+links, methods) are checked where they are resolved against the catalogs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
+from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_max_events
+from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
+from ddlsim.errors import ConfigError
+from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
+from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES, validate_ttt_inputs
+
+#: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
+#: iteration's compute varies by orders of magnitude and the results become meaningless)
+MAX_JITTER_SIGMA = 1.0
+#: largest accepted straggler slowdown (compute-time multiplier of one rank)
+MAX_SLOWDOWN = 100.0
+#: largest accepted fusion threshold, MiB
+MAX_FUSION_THRESHOLD_MB = 65536
+
+
+@dataclass(frozen=True)
+class WorkloadConfig:
+    """What is trained. ``model``, ``batch`` and ``precision`` left at None take the
+    ``calibration`` file's values, else resnet50, 64 and fp32
+    (:mod:`ddlsim.workload.calibration_use`). ``tf32`` False runs fp32 on a GPU with TF32
+    tensor cores as true fp32 (``NVIDIA_TF32_OVERRIDE=0``). ``single_gpu_throughput`` (images/s)
+    rescales the compute so that one GPU runs at that rate. ``epochs`` passes over
+    ``dataset_images`` images give the time to train."""
+
+    model: str | None = None
+    batch: int | None = None
+    precision: str | None = None
+    tf32: bool = True
+    data: str = "synthetic"
+    calibration: str | None = None
+    single_gpu_throughput: float | None = None
+    epochs: float = DEFAULT_EPOCHS
+    dataset_images: int = IMAGENET_1K_TRAIN_IMAGES
+
+    def __post_init__(self) -> None:
+        validate_ttt_inputs(self.epochs, self.dataset_images)
+        ips = self.single_gpu_throughput
+        if ips is not None and not 0 < ips < 1e7:
+            raise ConfigError(f"single-GPU throughput must be in (0, 1e7) img/s, got {ips}")
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    """What it runs on: ``gpus`` GPUs of type ``gpu`` (None: the calibration file's, else
+    p100), ``gpus_per_node`` per node, the ``intra_node`` fabric and ``inter_node`` network
+    (None: the GPU's usual server, InfiniBand EDR between nodes), the ``transport`` (None: the
+    network's usual one, or what NCCL picks), ``nics_per_node`` NICs per node (multi-rail:
+    their bandwidth adds up) and ``host_input_images_per_s``, what one node's host CPUs decode
+    per second with real data (None: the server's hardware threads x 100)."""
+
+    gpus: int = 1
+    gpu: str | None = None
+    gpus_per_node: int | None = None
+    intra_node: str | None = None
+    inter_node: str | None = None
+    transport: str | None = None
+    nics_per_node: int = 1
+    host_input_images_per_s: float | None = None
+
+    def __post_init__(self) -> None:
+        rate = self.host_input_images_per_s
+        if rate is not None:
+            if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
+                raise ConfigError(f"host input rate must be a number, got {rate!r}")
+            if not 0 < rate < 1e9:
+                raise ConfigError(f"host input rate must be in (0, 1e9) images/s, got {rate:g}")
+
+
+@dataclass(frozen=True)
+class ExecutionConfig:
+    """How the framework trains: the gradient-exchange ``comm`` method; parameter servers
+    (``n_ps`` tasks, None: the method's default; ``ps_colocated`` on the worker nodes;
+    ``ps_placement`` of the variables, cpu or gpu); who decodes real data (``input_pipeline``:
+    the host or NVIDIA DALI on the GPUs); Horovod's release (its negotiation and the defaults
+    of ``fusion_threshold_mb`` = ``HOROVOD_FUSION_THRESHOLD`` and ``cycle_time_ms`` =
+    ``HOROVOD_CYCLE_TIME``), ``response_cache``, ``hierarchical`` allreduce and fp16 gradient
+    compression; NCCL's release and ``NCCL_ALGO`` / ``NCCL_PROTO`` (``auto``: what that
+    release picks per call)."""
+
+    comm: str = "horovod-nccl"
+    n_ps: int | None = None
+    ps_colocated: bool = True
+    ps_placement: str = "cpu"
+    input_pipeline: str = "host"
+    horovod_version: str = DEFAULT_HOROVOD_VERSION
+    fusion_threshold_mb: float | None = None
+    cycle_time_ms: float | None = None
+    response_cache: bool = True
+    hierarchical: bool = False
+    fp16_allreduce: bool = False
+    nccl_version: str = DEFAULT_NCCL_VERSION
+    algorithm: str = "auto"
+    nccl_protocol: str = "auto"
+
+    def __post_init__(self) -> None:
+        mb = self.fusion_threshold_mb
+        if mb is not None and not 0 <= mb <= MAX_FUSION_THRESHOLD_MB:
+            raise ConfigError(
+                f"fusion threshold must be in 0..{MAX_FUSION_THRESHOLD_MB} MiB, got {mb:g} MiB"
+            )
+
+
+@dataclass(frozen=True)
+class SimulationConfig:
+    """How ddlsim simulates the job: ``engine`` fast (one representative worker) or detailed
+    (every GPU a process); the synchronisation terms of :mod:`ddlsim.engine.sync`
+    (``rank_sigma``: each rank's per-iteration speed variability, charged as waiting for the
+    slowest rank; ``host_contention``: compute slowdown of GPUs sharing a node;
+    ``interference``: communication kernels holding SMs); detailed engine: ``stragglers``
+    (rank -> compute-time multiplier), seeded log-normal compute ``jitter_sigma``, ``seed``,
+    and ``max_events``, the budget a run is refused over (:mod:`ddlsim.engine.budget`)."""
+
+    engine: str = "fast"
+    stragglers: Mapping[int, float] | None = None
+    jitter_sigma: float = 0.0
+    rank_sigma: float = DEFAULT_RANK_SIGMA
+    host_contention: float = DEFAULT_HOST_CONTENTION
+    interference: bool = True
+    seed: int = 0
+    max_events: float = DEFAULT_MAX_EVENTS
+
+    def __post_init__(self) -> None:
+        seed = self.seed
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        if not 0 <= self.jitter_sigma <= MAX_JITTER_SIGMA:
+            raise ConfigError(
+                f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {self.jitter_sigma:g}"
+            )
+        _check_stragglers(self.stragglers or {})
+        SyncTerms(self.rank_sigma, self.host_contention, bool(self.interference))
+        check_max_events(self.max_events)
+
+
+def _check_stragglers(stragglers: Mapping[int, float]) -> None:
+    """Ranks are non-negative integers; slowdowns finite and in (0, MAX_SLOWDOWN]."""
+    for rank, factor in stragglers.items():
+        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or rank < 0:
+            raise ConfigError(f"straggler rank must be a non-negative integer, got {rank!r}")
+        ok = isinstance(factor, numbers.Real) and not isinstance(factor, bool)
+        if not ok or not math.isfinite(factor) or not 0 < factor <= MAX_SLOWDOWN:
+            shown = f"{factor:g}" if ok else repr(factor)
+            raise ConfigError(
+                f"bad straggler {rank}:{shown}: a slowdown (compute-time multiplier) must be a "
+                f"finite number in (0, {MAX_SLOWDOWN:g}]"
+            )
+
+
+#: the groups of a job, in the order a flat record lists their fields
+GROUPS: dict[str, type] = {
+    "workload": WorkloadConfig,
+    "system": SystemConfig,
+    "execution": ExecutionConfig,
+    "simulation": SimulationConfig,
+}
+#: every keyword of :func:`ddlsim.predict` -> the group that holds it
+GROUP_OF: dict[str, str] = {
+    f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)
+}
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """One configuration: workload x system x execution, simulated as ``simulation`` says."""
+
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    system: SystemConfig = field(default_factory=SystemConfig)
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+    simulation: SimulationConfig = field(default_factory=SimulationConfig)
+
+    @classmethod
+    def from_kwargs(cls, **kwargs: Any) -> JobConfig:
+        """The job of flat keywords (those of :func:`ddlsim.predict`); an unknown keyword is a
+        :class:`ConfigError` naming it."""
+        unknown = sorted(set(kwargs) - set(GROUP_OF))
+        if unknown:
+            raise ConfigError(f"unknown predict keyword(s): {', '.join(unknown)}")
+        parts: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
+        for name, value in kwargs.items():
+            parts[GROUP_OF[name]][name] = value
+        return cls(**{group: GROUPS[group](**parts[group]) for group in GROUPS})
+
+    def kwargs(self) -> dict[str, Any]:
+        """Flat keywords, every field in group order (the inverse of :meth:`from_kwargs`)."""
+        return {
+            f.name: getattr(getattr(self, group), f.name)
+            for group, cls in GROUPS.items()
+            for f in dataclasses.fields(cls)
+        }
+
+    def replace(self, **kwargs: Any) -> JobConfig:
+        """A copy with some flat keywords changed (checked again)."""
+        return JobConfig.from_kwargs(**{**self.kwargs(), **kwargs})
+
+
+def defaults() -> dict[str, Any]:
+    """The default of every keyword of :func:`ddlsim.predict`, in group order."""
+    return JobConfig().kwargs()
+
+
+def job(model: str | None = None, gpus: int = 1, **settings: Any) -> JobConfig:
+    """The job of flat keywords, as :func:`ddlsim.predict` takes them:
+    ``ddlsim.prepare(ddlsim.job("resnet50", 64, inter_node="25gbe"))``."""
+    return JobConfig.from_kwargs(model=model, gpus=gpus, **settings)

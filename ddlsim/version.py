@@ -1,0 +1,4 @@
+"""ddlsim's version, in a module of its own so that any layer can read it without importing the
+package's public API (:mod:`ddlsim.api`)."""
+
+__version__ = "0.1.0"

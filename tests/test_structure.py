@@ -1,0 +1,126 @@
+"""The package's shape: layers import downward only, no import circles, small modules, and one
+keyword per field of the job (:mod:`ddlsim.config`) through the API, the record and the CLI."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+from ddlsim.cli.config_args import predict_kwargs
+from ddlsim.cli.main import build_parser
+from ddlsim.config import GROUP_OF, GROUPS, JobConfig, job
+
+PKG = Path(__file__).resolve().parents[1] / "ddlsim"
+#: the architecture, bottom up: a module may import its own layer or a lower one
+LAYERS = (
+    ("ddlsim.version", "ddlsim.errors", "ddlsim.units", "ddlsim.atomic", "ddlsim.extras"),
+    ("ddlsim.cluster", "ddlsim.horovod", "ddlsim.track_record"),
+    ("ddlsim.workload", "ddlsim.comm"),
+    ("ddlsim.strategy",),
+    ("ddlsim.dag", "ddlsim.calibrate", "ddlsim.traces"),
+    ("ddlsim.engine",),
+    ("ddlsim.config",),
+    ("ddlsim.reproduce",),
+    ("ddlsim.resolve",),
+    ("ddlsim.api",),
+    ("ddlsim.analysis",),
+    ("ddlsim.validate",),
+    ("ddlsim.hvdlocal",),
+    ("ddlsim.cli", "ddlsim.__main__", "ddlsim"),
+)
+MAX_MODULE_LINES = 500
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PKG.rglob("*.py"):
+        parts = path.relative_to(PKG.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules ``name`` imports anywhere (top level or inside functions)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in modules)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                sub = f"{node.module}.{alias.name}"
+                target = sub if sub in modules else node.module
+                if target in modules:
+                    found.add(target)
+    found.discard(name)
+    return found
+
+
+def _layer(module: str) -> int:
+    for rank, units in enumerate(LAYERS):
+        for unit in units:
+            if module == unit or (unit != "ddlsim" and module.startswith(unit + ".")):
+                return rank
+    raise AssertionError(f"{module} is in no layer of tests/test_structure.py: place it")
+
+
+def test_no_import_circles():
+    modules = _modules()
+    graph = nx.DiGraph()
+    for name, path in modules.items():
+        graph.add_node(name)
+        graph.add_edges_from((name, t) for t in _imports(name, path, modules))
+    circles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert circles == []
+
+
+def test_layers_import_downward_only():
+    modules = _modules()
+    upward = [
+        f"{name} (layer {_layer(name)}) imports {target} (layer {_layer(target)})"
+        for name, path in sorted(modules.items())
+        for target in sorted(_imports(name, path, modules))
+        if _layer(target) > _layer(name)
+    ]
+    assert upward == []
+
+
+def test_no_module_is_over_500_lines():
+    long = {
+        name: n
+        for name, path in _modules().items()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert long == {}
+
+
+def test_every_field_of_the_job_is_in_exactly_one_group():
+    names = [f.name for cls in GROUPS.values() for f in dataclasses.fields(cls)]
+    assert len(names) == len(set(names)) == len(GROUP_OF)
+
+
+def test_flat_keywords_round_trip_through_the_groups():
+    j = job("vgg16", 64, batch=32, inter_node="25gbe", comm="ps", n_ps=8, engine="detailed")
+    assert j.workload.batch == 32 and j.system.inter_node == "25gbe"
+    assert j.execution.n_ps == 8 and j.simulation.engine == "detailed"
+    assert JobConfig.from_kwargs(**j.kwargs()) == j
+    assert j.replace(gpus=128).system.gpus == 128
+
+
+def test_an_unknown_keyword_is_named():
+    from ddlsim.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="colour"):
+        job("resnet50", 8, colour="blue")
+
+
+def test_every_field_of_the_job_has_a_predict_flag():
+    args = build_parser().parse_args(["predict"])
+    kwargs = predict_kwargs(args)
+    kwargs.update(epochs=args.epochs, dataset_images=args.dataset_images)
+    assert set(kwargs) == set(GROUP_OF)
+    assert JobConfig.from_kwargs(**kwargs) == JobConfig()  # the flags' defaults are the job's
