@@ -157,6 +157,9 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
         "input_pipeline": strategy.input_pipeline,
         "ps_placement": strategy.ps_placement,
         "grad_dtype": strategy.grad_dtype,
+        "schedule": strategy.schedule,
+        "effective_schedule": strategy.effective_schedule,
+        "partition_mb": strategy.partition_bytes / MiB,
         "fusion_threshold_mb": strategy.fusion_threshold_bytes / MiB,
         "cycle_time_ms": strategy.cycle_time_s * 1e3,
         "hierarchical": strategy.hierarchical,
@@ -224,7 +227,8 @@ def rerun(path: str | os.PathLike[str]) -> Prediction:
 def _single_gpu(setup: Setup, input_s: float) -> SimResult:
     """The same workload and strategy on one GPU of the same type (the efficiency's base)."""
     one = catalog.build_cluster(setup.cluster.device.id, 1)
-    dag = build_dag(setup.workload, setup.strategy, input_time_s=input_s)
+    alone = setup.strategy.with_(schedule="auto")  # one GPU exchanges nothing
+    dag = build_dag(setup.workload, alone, input_time_s=input_s)
     comm_model = make_comm_model("horovod-nccl", one)
     return simulate(dag, one, comm_model, options=SimOptions(measured_iterations=2))
 

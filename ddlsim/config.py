@@ -34,6 +34,8 @@ from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_max_events
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
 from ddlsim.errors import ConfigError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
+from ddlsim.schedules import DEFAULT_PARTITION_BYTES
+from ddlsim.units import MiB
 from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES, validate_ttt_inputs
 
 #: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
@@ -107,9 +109,13 @@ class ExecutionConfig:
     of ``fusion_threshold_mb`` = ``HOROVOD_FUSION_THRESHOLD`` and ``cycle_time_ms`` =
     ``HOROVOD_CYCLE_TIME``), ``response_cache``, ``hierarchical`` allreduce and fp16 gradient
     compression; NCCL's release and ``NCCL_ALGO`` / ``NCCL_PROTO`` (``auto``: what that
-    release picks per call)."""
+    release picks per call). ``schedule`` groups the gradients into operations and says when
+    each may start (:mod:`ddlsim.schedules`: auto, horovod, bsp, wfbp, mg-wfbp,
+    bytescheduler); ``partition_mb`` is the size of ByteScheduler's partitions (MiB)."""
 
     comm: str = "horovod-nccl"
+    schedule: str = "auto"
+    partition_mb: float = DEFAULT_PARTITION_BYTES / MiB
     n_ps: int | None = None
     ps_colocated: bool = True
     ps_placement: str = "cpu"
@@ -125,6 +131,9 @@ class ExecutionConfig:
     nccl_protocol: str = "auto"
 
     def __post_init__(self) -> None:
+        part = self.partition_mb
+        if isinstance(part, bool) or not isinstance(part, numbers.Real) or not 1e-3 <= part <= 1024:
+            raise ConfigError(f"partition size must be in 0.001..1024 MiB, got {part!r}")
         mb = self.fusion_threshold_mb
         if mb is not None and not 0 <= mb <= MAX_FUSION_THRESHOLD_MB:
             raise ConfigError(

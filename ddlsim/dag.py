@@ -9,22 +9,26 @@ or ``control`` (ordering only). One iteration::
                                       allreduce:k ... allreduce:0 ------^   (Horovod, fused)
     pull:L:s -> fwd:L      bwd:L -> push:L:s -> update                      (parameter servers)
 
-Horovod fusion buffers are formed here, statically, from the calibrated backward timeline: a
-layer's gradients are ready when its backward pass ends; layers ready by the same
-``HOROVOD_CYCLE_TIME`` tick are packed up to ``HOROVOD_FUSION_THRESHOLD``
-(:func:`ddlsim.horovod.fusion_plan`). Other allreduce methods reduce layer by layer;
-parameter-server methods push and pull each layer's slice on each shard it lives on.
+The strategy's schedule (:mod:`ddlsim.schedules`) forms the communication operations
+statically, from the calibrated backward timeline (a layer's gradients are ready when its
+backward pass ends): Horovod's fusion buffers (layers ready by the same ``HOROVOD_CYCLE_TIME``
+tick packed up to ``HOROVOD_FUSION_THRESHOLD``), one operation per layer or per tensor, one
+after backprop (BSP), MG-WFBP's merged groups, or ByteScheduler's partitions. An operation
+whose ``gates_next`` is set feeds the next iteration's forward pass of a layer (a
+``next_iteration`` edge) instead of this iteration's update. Parameter-server methods push and
+pull each layer's (or tensor's, or partition's) slice on each shard it lives on.
 """
 
 from __future__ import annotations
 
 import enum
 import itertools
+from collections.abc import Callable
 
 import networkx as nx
 
 from ddlsim.comm.placement import place, rule_for
-from ddlsim.horovod import fusion_plan
+from ddlsim.schedules import Item, partitions, plan_buckets
 from ddlsim.strategy import Strategy
 from ddlsim.workload.workload import Workload
 
@@ -46,6 +50,9 @@ class EdgeKind(enum.Enum):
 
     DATA = "data"
     CONTROL = "control"
+    #: the next iteration's node waits for this one (a layer-wise update: the forward pass of a
+    #: layer needs only that layer's synchronised gradients)
+    NEXT_ITERATION = "next_iteration"
 
 
 COMPUTE_KINDS = (NodeKind.FORWARD, NodeKind.BACKWARD, NodeKind.UPDATE)
@@ -53,23 +60,31 @@ COMM_KINDS = (NodeKind.ALLREDUCE, NodeKind.PUSH, NodeKind.PULL)
 
 
 def build_dag(
-    workload: Workload, strategy: Strategy, *, input_time_s: float = 0.0, n_ps: int = 1
+    workload: Workload,
+    strategy: Strategy,
+    *,
+    input_time_s: float = 0.0,
+    n_ps: int = 1,
+    op_time_s: Callable[[int], float] | None = None,
 ) -> nx.DiGraph:
     """One iteration of one worker as a DiGraph.
 
     ``input_time_s`` is the host input pipeline's time per batch (used when the host decodes
     the input: ``strategy.data`` is ``real`` and the input pipeline is not DALI); ``n_ps`` the
-    number of parameter-server shards (PS methods). Graph attributes: ``model``,
-    ``batch_per_gpu``, ``comm``; ``order`` on every node gives a deterministic topological
-    order.
+    number of parameter-server shards (PS methods); ``op_time_s(nbytes)`` the method's cost of
+    one all-reduce (the ``mg-wfbp`` schedule merges by it). Graph attributes: ``model``,
+    ``batch_per_gpu``, ``comm``, ``schedule``; ``order`` on every node gives a deterministic
+    topological order.
     """
     g = nx.DiGraph(
-        model=workload.model.name, batch_per_gpu=workload.batch_per_gpu, comm=strategy.comm
+        model=workload.model.name,
+        batch_per_gpu=workload.batch_per_gpu,
+        comm=strategy.comm,
+        schedule=strategy.effective_schedule,
     )
     order = itertools.count()
     layers = workload.layers
     timings = workload.profile.layers
-    grad_dtype = strategy.grad_dtype
 
     def add(node: str, kind: NodeKind, **attrs: object) -> str:
         g.add_node(node, kind=kind, order=next(order), **attrs)
@@ -109,23 +124,18 @@ def build_dag(
     )
     g.add_edge(prev, update, kind=EdgeKind.CONTROL)
 
-    weighted = [i for i in reversed(range(len(layers))) if layers[i].tensors]
     if strategy.is_parameter_server:
         _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update)
     else:
-        if strategy.is_horovod:
-            ready, t = [], sum(t.fwd_time_s for t in timings)
-            for i in reversed(range(len(layers))):
-                t += timings[i].bwd_time_s
-                if layers[i].tensors:
-                    ready.append(t)
-            sizes = [layers[i].grad_bytes(grad_dtype) for i in weighted]
-            groups = fusion_plan(
-                ready, sizes, strategy.fusion_threshold_bytes, strategy.cycle_time_s
-            )
-            buckets = [[weighted[j] for j in group] for group in groups]
-        else:
-            buckets = [[i] for i in weighted]
+        items = _ready_items(workload, strategy)
+        buckets = plan_buckets(
+            strategy.effective_schedule,
+            *items,
+            fusion_threshold_bytes=strategy.fusion_threshold_bytes,
+            cycle_time_s=strategy.cycle_time_s,
+            op_time_s=op_time_s,
+            partition_bytes=strategy.partition_bytes,
+        )
         for k, bucket in enumerate(buckets):
             node = add(
                 f"allreduce:{k}",
@@ -133,15 +143,23 @@ def build_dag(
                 stream="comm",
                 channel=0,
                 op="allreduce",
-                nbytes=sum(layers[i].grad_bytes(grad_dtype) for i in bucket),
-                layers=[layers[i].name for i in bucket],
-                tensors=[t.name for i in bucket for t in layers[i].tensors],
+                nbytes=bucket.nbytes,
+                layers=[layers[i].name for i in bucket.layers],
+                tensors=list(bucket.tensors),
+                priority=bucket.priority,
             )
-            for i in bucket:
+            for i in bucket.layers:
                 g.add_edge(bwd[i], node, kind=EdgeKind.DATA)
-            g.add_edge(node, update, kind=EdgeKind.DATA)
-    if not strategy.wait_free_backprop and bwd:
-        # no overlap: every exchange waits for the end of the backward pass
+            if bucket.trigger not in bucket.layers:
+                g.add_edge(bwd[bucket.trigger], node, kind=EdgeKind.CONTROL)
+            if bucket.gates_next is None:
+                g.add_edge(node, update, kind=EdgeKind.DATA)
+            else:
+                g.add_edge(node, fwd[bucket.gates_next], kind=EdgeKind.NEXT_ITERATION)
+    bsp = strategy.effective_schedule == "bsp"
+    if (bsp or not strategy.wait_free_backprop) and bwd:
+        # no overlap (BSP, or a CPU worker's cores doing the exchange): every exchange waits
+        # for the end of the backward pass
         last_bwd = bwd[min(bwd)]
         for node, data in list(g.nodes(data=True)):
             if data["kind"] in (NodeKind.ALLREDUCE, NodeKind.PUSH):
@@ -149,8 +167,28 @@ def build_dag(
     return g
 
 
+def _ready_items(workload: Workload, strategy: Strategy) -> tuple[list[Item], list[Item]]:
+    """Per layer with gradients and per gradient tensor, in the order backprop makes them
+    ready, with the calibrated time each becomes ready (end of its layer's backward pass)."""
+    layers, timings = workload.layers, workload.profile.layers
+    dtype = strategy.grad_dtype
+    by_layer: list[Item] = []
+    by_tensor: list[Item] = []
+    t = sum(x.fwd_time_s for x in timings)
+    for i in reversed(range(len(layers))):
+        t += timings[i].bwd_time_s
+        layer = layers[i]
+        if not layer.tensors:
+            continue
+        names = tuple(x.name for x in layer.tensors)
+        by_layer.append(Item(i, names, layer.grad_bytes(dtype), t))
+        by_tensor.extend(Item(i, (x.name,), x.nbytes(dtype), t) for x in layer.tensors)
+    return by_layer, by_tensor
+
+
 def _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update) -> None:
-    """Per layer and shard: pull before the layer's forward, push after its backward."""
+    """Per layer and shard (``wfbp`` / ``bytescheduler``: per tensor, or per partition of a
+    tensor): pull before the layer's forward, push after its backward."""
     layers = workload.layers
     tensors = workload.model.tensors
     if strategy.comm == "byteps":
@@ -158,22 +196,37 @@ def _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update) -> None:
     else:
         sizes = [t.nbytes(strategy.grad_dtype) for t in tensors]
         shard_of = place(sizes, n_ps, rule_for(strategy.comm))
+    schedule = strategy.effective_schedule
+    per_tensor = schedule in ("wfbp", "bytescheduler")
     grad_dtype = strategy.grad_dtype
     t_index = 0
-    per_layer: list[dict[int, tuple[int, list[str]]]] = []
+    # per layer: (shard, nbytes, tensor names, part) of each push / pull
+    per_layer: list[list[tuple[int, int, list[str], int]]] = []
     for layer in layers:
         by_shard: dict[int, tuple[int, list[str]]] = {}
+        units: list[tuple[int, int, list[str], int]] = []
         for t in layer.tensors:
             shard = shard_of[t_index]
-            nbytes, names = by_shard.get(shard, (0, []))
-            by_shard[shard] = (nbytes + t.nbytes(grad_dtype), [*names, t.name])
             t_index += 1
-        per_layer.append(by_shard)
+            if per_tensor:
+                sizes = [t.nbytes(grad_dtype)]
+                if schedule == "bytescheduler":
+                    sizes = partitions(sizes[0], strategy.partition_bytes)
+                units.extend((shard, n, [t.name], k) for k, n in enumerate(sizes))
+            else:
+                nbytes, names = by_shard.get(shard, (0, []))
+                by_shard[shard] = (nbytes + t.nbytes(grad_dtype), [*names, t.name])
+        if not per_tensor:
+            units = [(shard, n, names, 0) for shard, (n, names) in sorted(by_shard.items())]
+        per_layer.append(units)
+    priority = schedule == "bytescheduler"
 
-    def ps_node(kind: NodeKind, idx: int, shard: int, nbytes: int, names: list[str]) -> str:
+    def ps_node(kind: NodeKind, idx: int, unit: tuple[int, int, list[str], int]) -> str:
+        shard, nbytes, names, part = unit
         op = kind.value
+        suffix = f":{names[0]}:{part}" if per_tensor else ""
         return add(
-            f"{op}:{layers[idx].name}:{shard}",
+            f"{op}:{layers[idx].name}:{shard}{suffix}",
             kind,
             stream="comm",
             channel=shard,
@@ -181,16 +234,15 @@ def _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update) -> None:
             nbytes=nbytes,
             layers=[layers[idx].name],
             tensors=names,
+            priority=idx if priority else None,
         )
 
     for idx in range(len(layers)):
-        for shard, (nbytes, names) in sorted(per_layer[idx].items()):
-            g.add_edge(
-                ps_node(NodeKind.PULL, idx, shard, nbytes, names), fwd[idx], kind=EdgeKind.DATA
-            )
+        for unit in per_layer[idx]:
+            g.add_edge(ps_node(NodeKind.PULL, idx, unit), fwd[idx], kind=EdgeKind.DATA)
     for idx in reversed(range(len(layers))):
-        for shard, (nbytes, names) in sorted(per_layer[idx].items()):
-            push = ps_node(NodeKind.PUSH, idx, shard, nbytes, names)
+        for unit in per_layer[idx]:
+            push = ps_node(NodeKind.PUSH, idx, unit)
             g.add_edge(bwd[idx], push, kind=EdgeKind.DATA)
             g.add_edge(push, update, kind=EdgeKind.DATA)
 

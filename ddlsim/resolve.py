@@ -65,7 +65,7 @@ class Setup:
             cycle_time_s=strategy.cycle_time_s,
             negotiation=strategy.negotiation,
             sleep_after_work=strategy.release.sleep_after_work,
-            fusion_threshold_bytes=strategy.fusion_threshold_bytes,
+            fusion_threshold_bytes=strategy.runtime_fusion_bytes,
             options=options,
         )
 
@@ -116,7 +116,13 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     )
     node_rate = host_input_rate(cluster, s.host_input_images_per_s)
     input_s = batch * cluster.local_gpus / node_rate if strategy.host_decodes_input else 0.0
-    dag = build_dag(workload, strategy, input_time_s=input_s, n_ps=comm_model.n_channels())
+    dag = build_dag(
+        workload,
+        strategy,
+        input_time_s=input_s,
+        n_ps=comm_model.n_channels(),
+        op_time_s=lambda nbytes: comm_model.time_s(nbytes, "allreduce", 0),
+    )
     return Setup(workload, cluster, strategy, comm_model, dag, input_s, source)
 
 
@@ -151,6 +157,8 @@ def _strategy(
         wait_free_backprop=cluster.device.kind != "cpu",
         fusion_threshold_bytes=fusion_bytes,
         cycle_time_s=cycle_s,
+        schedule=x.schedule,
+        partition_bytes=round(x.partition_mb * MiB),
     )
 
 

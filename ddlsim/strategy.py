@@ -20,6 +20,7 @@ from ddlsim.comm.nccl import (
 )
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, GATHER, HorovodRelease, horovod_release
+from ddlsim.schedules import DEFAULT_PARTITION_BYTES, check_partition_bytes, check_schedule
 from ddlsim.units import MiB
 from ddlsim.workload.calibration_use import DEFAULT_BATCH_PER_GPU
 
@@ -62,6 +63,8 @@ class Strategy:
     ``algorithm`` (``auto`` = what ``nccl_version`` picks per call, ``ring``, ``tree``) and
     ``nccl_protocol`` are ``NCCL_ALGO`` / ``NCCL_PROTO``; ``horovod_version`` selects the
     release's negotiation; ``response_cache`` is ``HOROVOD_CACHE_CAPACITY`` > 0 (0.16+).
+    ``schedule`` groups the gradients into operations and says when each may start
+    (:mod:`ddlsim.schedules`); ``partition_bytes`` is the partition size of ``bytescheduler``.
     """
 
     comm: str = "horovod-nccl"
@@ -82,6 +85,8 @@ class Strategy:
     ps_colocated: bool = True
     ps_placement: str = "cpu"
     wait_free_backprop: bool = True
+    schedule: str = "auto"
+    partition_bytes: int = DEFAULT_PARTITION_BYTES
 
     def __post_init__(self) -> None:
         if self.comm not in COMM_METHODS:
@@ -113,6 +118,10 @@ class Strategy:
             )
         if self.n_ps is not None and not 1 <= self.n_ps <= 100_000:
             raise ConfigError(f"number of parameter servers must be in 1..100000, got {self.n_ps}")
+        check_schedule(
+            self.schedule, horovod=self.is_horovod, parameter_server=self.is_parameter_server
+        )
+        check_partition_bytes(self.partition_bytes)
 
     @property
     def is_horovod(self) -> bool:
@@ -141,6 +150,22 @@ class Strategy:
         if release.has_response_cache and not self.response_cache:
             return GATHER  # HOROVOD_CACHE_CAPACITY=0: every cycle gathers the requests
         return release.negotiation
+
+    @property
+    def effective_schedule(self) -> str:
+        """The schedule that forms the operations (:mod:`ddlsim.schedules`): ``auto`` is
+        ``horovod`` for Horovod methods, else ``layer`` (each layer's gradients when its backward
+        pass ends)."""
+        if self.schedule != "auto":
+            return self.schedule
+        return "horovod" if self.is_horovod else "layer"
+
+    @property
+    def runtime_fusion_bytes(self) -> int:
+        """What Horovod's coordinator may fuse at run time: the threshold under Horovod's own
+        schedule; 0 (each operation alone) under the others, whose operations are formed by the
+        schedule (a ByteScheduler partition, an MG-WFBP group)."""
+        return self.fusion_threshold_bytes if self.effective_schedule == "horovod" else 0
 
     @property
     def grad_dtype(self) -> str:

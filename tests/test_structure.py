@@ -19,7 +19,7 @@ PKG = Path(__file__).resolve().parents[1] / "ddlsim"
 LAYERS = (
     ("ddlsim.version", "ddlsim.errors", "ddlsim.units", "ddlsim.atomic", "ddlsim.extras"),
     ("ddlsim.cluster", "ddlsim.horovod", "ddlsim.track_record"),
-    ("ddlsim.workload", "ddlsim.comm"),
+    ("ddlsim.workload", "ddlsim.comm", "ddlsim.schedules"),
     ("ddlsim.strategy",),
     ("ddlsim.dag", "ddlsim.calibrate", "ddlsim.traces"),
     ("ddlsim.engine",),

@@ -66,6 +66,7 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
     from ddlsim.comm.nccl import NcclVersion
     from ddlsim.engine.simulate import ENGINES
     from ddlsim.horovod import horovod_release
+    from ddlsim.schedules import SCHEDULES
     from ddlsim.strategy import ALGORITHMS, COMM_METHODS, DATA_KINDS, NCCL_PROTOCOLS, PRECISIONS
     from ddlsim.workload.zoo import MODEL_NAMES
 
@@ -76,6 +77,8 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
         "inter_node": _names("inter_node network", catalog.inter_link_names),
         "transport": _names("transport", lambda: TRANSPORTS),
         "comm": _names("comm method", lambda: COMM_METHODS),
+        "schedule": _names("schedule", lambda: SCHEDULES),
+        "partition_mb": _float("partition_mb", 1e-3, 1024),
         "precision": _names("precision", lambda: PRECISIONS),
         "data": _names("data", lambda: DATA_KINDS),
         "algorithm": _names("allreduce algorithm", lambda: ALGORITHMS),

@@ -38,6 +38,7 @@ INPUT_COLUMNS = (
     "transport",
     "nics_per_node",
     "comm",
+    "schedule",
     "n_ps",
     "batch_per_gpu",
     "precision",

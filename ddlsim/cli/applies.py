@@ -107,6 +107,13 @@ RULES = (
         ("comm",),
     ),
     Rule(
+        "partition_mb",
+        "--partition-mb",
+        lambda c: c.get("schedule") == "bytescheduler",
+        "it applies to --schedule bytescheduler",
+        ("schedule",),
+    ),
+    Rule(
         "cycle_time_ms",
         "--cycle-time-ms",
         _comm_in(*HOROVOD_METHODS),

@@ -18,6 +18,7 @@ from ddlsim.engine.budget import DEFAULT_MAX_EVENTS
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA
 from ddlsim.errors import ConfigError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
+from ddlsim.schedules import DEFAULT_PARTITION_BYTES, SCHEDULES
 from ddlsim.strategy import (
     ALGORITHMS,
     COMM_METHODS,
@@ -27,6 +28,7 @@ from ddlsim.strategy import (
     NCCL_PROTOCOLS,
     PRECISIONS,
 )
+from ddlsim.units import MiB
 
 
 def _stragglers(text: str) -> dict[int, float]:
@@ -153,6 +155,22 @@ def _add_execution(g: argparse._ArgumentGroup) -> None:
         default="horovod-nccl",
         choices=COMM_METHODS,
         help="gradient exchange (default: horovod-nccl)",
+    )
+    g.add_argument(
+        "--schedule",
+        default="auto",
+        choices=SCHEDULES,
+        help="when each gradient may start communicating: horovod (tensor fusion + cycle), bsp "
+        "(all after backprop), wfbp (each tensor when ready), mg-wfbp (merged where merging "
+        "shortens the iteration), bytescheduler (priority partitions); auto = horovod for "
+        "Horovod methods, per layer for the others (default: auto)",
+    )
+    g.add_argument(
+        "--partition-mb",
+        type=number,
+        default=DEFAULT_PARTITION_BYTES / MiB,
+        metavar="MIB",
+        help="--schedule bytescheduler: partition size (default: BytePS's 4,096,000 bytes)",
     )
     g.add_argument("--n-ps", type=integer, default=None, help="parameter-server tasks (PS methods)")
     g.add_argument(
@@ -296,6 +314,8 @@ def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "host_input_images_per_s": args.host_input_rate,
         # execution
         "comm": args.comm,
+        "schedule": args.schedule,
+        "partition_mb": args.partition_mb,
         "n_ps": args.n_ps,
         "ps_colocated": not args.ps_dedicated,
         "ps_placement": args.ps_placement,

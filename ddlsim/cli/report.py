@@ -36,6 +36,27 @@ def _calibration_source(cal: dict[str, Any], source: dict[str, Any] | None) -> s
     return "derived in memory"
 
 
+#: what each schedule does, for the report (ddlsim.schedules)
+_SCHEDULE_WORDS = {
+    "horovod": "tensor fusion at each cycle",
+    "bsp": "every exchange after the backward pass",
+    "wfbp": "each tensor as soon as it is ready",
+    "mg-wfbp": "tensors merged where merging shortens the iteration (MG-WFBP)",
+    "bytescheduler": "priority partitions",
+    "layer": "each layer's gradients as soon as its backward pass ends",
+}
+
+
+def _schedule(i: dict[str, Any]) -> str:
+    """``bytescheduler: priority partitions of 3.9 MiB`` (``auto`` says what it resolved to)."""
+    effective = i.get("effective_schedule", "horovod")
+    words = _SCHEDULE_WORDS.get(effective, effective)
+    if effective == "bytescheduler":
+        words += f" of {i['partition_mb'] * 2**20:,.0f} bytes, next forward waits per layer"
+    name = f"auto = {effective}" if i.get("schedule") == "auto" else effective
+    return f"{name}: {words}"
+
+
 def _nccl_choices(ops: list[dict[str, Any]]) -> str:
     """``; ran ring/LL x 3, tree/Simple x 51`` from the ops' labels (empty without NCCL)."""
     counts: dict[str, int] = {}
@@ -125,6 +146,7 @@ def format_prediction(p: Prediction) -> str:
         ),
         f"    method         {i['comm']} ({i['comm_model']}), {n_ops} op(s)/iteration, "
         f"{total_bytes / 1e6:.1f} MB/iteration",
+        f"    schedule       {_schedule(i)}",
         f"    horovod        {i['horovod_version']}: fusion {i['fusion_threshold_mb']:g} MiB, "
         f"cycle {i['cycle_time_ms']:g} ms, negotiation {i['negotiation']}, hierarchical "
         f"{'on' if i['hierarchical'] else 'off'}",

@@ -119,16 +119,29 @@ class _Run:
         self.pulls_at: dict[int, list[int]] = {}
         for j, op in enumerate(self.pull_ops):
             self.pulls_at.setdefault(op.fwd_index, []).append(len(self.after_ops) + j)
+        # ops of the previous iteration the forward pass of a layer waits for (layer-wise update)
+        self.gates_at: dict[int, list[int]] = {}
+        for i, op in enumerate(self.after_ops):
+            if op.deferred:
+                self.gates_at.setdefault(op.next_fwd_index, []).append(i)
         n_ops = len(self.ops)
+        n_blocking = sum(1 for op in self.ops if not op.deferred)
         self.ready = np.full((self.iters, n_ops, self.W), np.nan)
         self.ready_count = np.zeros((self.iters, n_ops), dtype=int)
         self.op_done = [[self.env.event() for _ in range(n_ops)] for _ in range(self.iters)]
-        self.comm_left = [n_ops] * self.iters
+        self.blocking = n_blocking > 0  # whether the update waits for communication
+        self.comm_left = [n_blocking] * self.iters  # ops the update waits for
+        self.all_left = [n_ops] * self.iters
         self.comm_end = np.zeros((self.iters, self.W))
         self.comm_done = [self.env.event() for _ in range(self.iters)]
+        self.all_done = [self.env.event() for _ in range(self.iters)]
         self.push_end: dict[tuple[str, int], float] = {}
         channels = sorted({op.channel for op in self.ops})
-        self.stores = {ch: simpy.Store(self.env) for ch in channels}
+        # a schedule that orders operations (priorities) gets a priority queue per channel
+        self.prioritised = any(op.priority is not None for op in self.ops)
+        store = simpy.PriorityStore if self.prioritised else simpy.Store
+        self.stores = {ch: store(self.env) for ch in channels}
+        self.queued = 0  # submission counter: FIFO among equal priorities
         self.free = {ch: np.zeros(self.W) for ch in channels}
         self.coord_pending: list[tuple[int, int]] = []
         self.coord_wake: simpy.Event | None = None
@@ -227,7 +240,8 @@ class _Run:
             for op_i in (i for lst in self.pulls_at.values() for i in lst):
                 self._register(it, op_i, w)
             start = 0
-            for stop in sorted({*self.pulls_at, n_fwd}):
+            gates = self.gates_at if it > 0 else {}
+            for stop in sorted({*self.pulls_at, *gates, n_fwd}):
                 if stop > start:
                     yield from self._compute(
                         w, it, plan.fwd_names[start:stop], plan.fwd_s[start:stop], "forward"
@@ -236,6 +250,9 @@ class _Run:
                 for op_i in self.pulls_at.get(stop, []):
                     yield self.op_done[it][op_i]
                     yield from self._wait_until(self.op_done[it][op_i].value[w])
+                for op_i in gates.get(stop, []):  # the previous iteration's gradients
+                    yield self.op_done[it - 1][op_i]
+                    yield from self._wait_until(self.op_done[it - 1][op_i].value[w])
             start = 0
             for stop in sorted({*(t + 1 for t in self.by_trigger), n_bwd}):
                 if stop > start:
@@ -245,11 +262,13 @@ class _Run:
                 for op_i in self.by_trigger.get(stop - 1, []):
                     self._register(it, op_i, w)
                 start = stop
-            if self.ops:
+            if self.blocking:
                 yield self.comm_done[it]
                 yield from self._wait_until(self.comm_end[it, w])
             yield from self._compute(w, it, ["update"], [plan.update_s], "update")
             self.end[it, w] = env.now
+        if self.ops:  # the last iteration's deferred operations end the run
+            yield self.all_done[self.iters - 1]
 
     # -- communication ---------------------------------------------------------------------
     def _register(self, it: int, op_i: int, w: int) -> None:
@@ -267,7 +286,19 @@ class _Run:
         starts = self.ready[it, op_i].copy()
         if op.op == "pull" and (op.layers[0], op.channel) in self.push_end:
             starts = np.maximum(starts, self.push_end[(op.layers[0], op.channel)])
-        self.stores[op.channel].put((it, [op_i], starts))
+        self._submit(it, [op_i], starts)
+
+    def _submit(self, it: int, group: list[int], starts: np.ndarray) -> None:
+        """Queue the operations ``group`` of iteration ``it`` on their channel: in order of
+        submission, or by (iteration, priority) where the schedule sets priorities."""
+        store = self.stores[self.ops[group[0]].channel]
+        if not self.prioritised:
+            store.put((it, group, starts))
+            return
+        self.queued += 1
+        priority = self.ops[group[0]].priority
+        key = (it, self.queued if priority is None else priority, self.queued)
+        store.put(simpy.PriorityItem(key, (it, group, starts)))
 
     def _next_cycle_s(self, last_start_s: float, last_end_s: float) -> float:
         """When the coordinator's next cycle starts, something being pending now.
@@ -309,7 +340,7 @@ class _Run:
                     Span(w, "coordinator", "NEGOTIATE_ALLREDUCE", "negotiate", t0, env.now, it)
                 )
             for it, group in self._fuse(batch):
-                self.stores[self.ops[group[0]].channel].put((it, group, np.full(self.W, env.now)))
+                self._submit(it, group, np.full(self.W, env.now))
             last_start, last_end = t0, env.now
 
     def _fuse(self, batch: list[tuple[int, int]]) -> list[tuple[int, list[int]]]:
@@ -334,10 +365,13 @@ class _Run:
         return groups
 
     def _channel(self, ch: int):
-        """Serialise the ops of one channel; cost each with the engine's cost function."""
+        """Serialise the ops of one channel; cost each with the engine's cost function. In
+        submission order, each op is costed as it arrives (its start is when the channel
+        frees); with priorities, the channel picks the most urgent op queued when it frees."""
         store = self.stores[ch]
         while True:
-            it, group, starts = yield store.get()
+            got = yield store.get()
+            it, group, starts = got.item if self.prioritised else got
             op = self.ops[group[0]] if len(group) == 1 else self._merged(group)
             starts = np.maximum(starts, self.free[ch])
             ends = np.asarray(self.cost(op, starts), dtype=float)
@@ -354,10 +388,17 @@ class _Run:
                 self.push_end[(op.layers[0], ch)] = float(ends.max())
             for op_i in group:
                 self.op_done[it][op_i].succeed(ends)
-            np.maximum(self.comm_end[it], ends, out=self.comm_end[it])
-            self.comm_left[it] -= len(group)
-            if self.comm_left[it] == 0:
-                self.comm_done[it].succeed()
+            blocking = sum(1 for op_i in group if not self.ops[op_i].deferred)
+            if blocking:
+                np.maximum(self.comm_end[it], ends, out=self.comm_end[it])
+                self.comm_left[it] -= blocking
+                if self.comm_left[it] == 0:
+                    self.comm_done[it].succeed()
+            self.all_left[it] -= len(group)
+            if self.all_left[it] == 0:
+                self.all_done[it].succeed()
+            if self.prioritised:  # the next operation is chosen when the channel frees
+                yield from self._wait_until(float(ends.min()))
 
     def _merged(self, group: list[int]) -> CommOp:
         """One collective carrying the plan's ops ``group`` (fused at run time)."""

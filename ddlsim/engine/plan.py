@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import networkx as nx
 
-from ddlsim.dag import NodeKind, nodes_in_order
+from ddlsim.dag import EdgeKind, NodeKind, nodes_in_order
 
 
 @dataclass
@@ -27,6 +27,14 @@ class CommOp:
     trigger: int = -1  # backward position after which the op is ready (allreduce / push)
     fwd_index: int = -1  # forward layer index that waits for it (pull)
     n_tensors: int = 1  # gradient tensors in it (Horovod negotiates tensor by tensor)
+    priority: int | None = None  # order on its channel (lower first); None: when ready
+    next_fwd_index: int = -1  # forward layer of the NEXT iteration that waits for it (>= 0:
+    # the update of this iteration does not)
+
+    @property
+    def deferred(self) -> bool:
+        """Whether the next iteration's forward pass, not this iteration's update, waits."""
+        return self.next_fwd_index >= 0
 
 
 @dataclass
@@ -77,9 +85,16 @@ def plan_from_dag(g: nx.DiGraph, with_comm: bool = True) -> Plan:
             continue
         op = CommOp(node, d["op"], d["channel"], d["nbytes"], list(d["layers"]))
         op.n_tensors = max(1, len(d.get("tensors", ())))
+        op.priority = d.get("priority")
         if d["kind"] is NodeKind.PULL:
             op.fwd_index = min(fwd_pos[s] for s in g.successors(node) if s in fwd_pos)
         else:
             op.trigger = max(bwd_pos[p] for p in g.predecessors(node) if p in bwd_pos)
+            gated = [
+                fwd_pos[s]
+                for s in g.successors(node)
+                if g.edges[node, s]["kind"] is EdgeKind.NEXT_ITERATION
+            ]
+            op.next_fwd_index = min(gated, default=-1)
         plan.ops.append(op)
     return plan

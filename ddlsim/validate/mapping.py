@@ -62,6 +62,11 @@ VARIANT_OPTIONS: dict[str, dict[str, Any]] = {
     "ps-vars-on-gpu": {"ps_placement": "gpu"},
     "local_parameter_device=gpu": {"ps_placement": "gpu"},
     "dali": {"input_pipeline": "dali"},
+    # the scheduling policies the HKBU benchmark names (README of traces/measured)
+    "bsp": {"schedule": "bsp"},
+    "wfbp": {"schedule": "wfbp"},
+    "mg-wfbp": {"schedule": "mg-wfbp"},
+    "bytescheduler": {"schedule": "bytescheduler"},
 }
 
 
