@@ -160,6 +160,8 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
         "schedule": strategy.schedule,
         "effective_schedule": strategy.effective_schedule,
         "partition_mb": strategy.partition_bytes / MiB,
+        "bucket_cap_mb": strategy.bucket_cap_bytes / MiB,
+        "first_bucket_mb": strategy.first_bucket_bytes / MiB,
         "fusion_threshold_mb": strategy.fusion_threshold_bytes / MiB,
         "cycle_time_ms": strategy.cycle_time_s * 1e3,
         "hierarchical": strategy.hierarchical,

@@ -111,11 +111,14 @@ class ExecutionConfig:
     compression; NCCL's release and ``NCCL_ALGO`` / ``NCCL_PROTO`` (``auto``: what that
     release picks per call). ``schedule`` groups the gradients into operations and says when
     each may start (:mod:`ddlsim.schedules`: auto, horovod, bsp, wfbp, mg-wfbp,
-    bytescheduler); ``partition_mb`` is the size of ByteScheduler's partitions (MiB)."""
+    bytescheduler, ddp); ``partition_mb`` is the size of ByteScheduler's partitions (MiB);
+    ``bucket_cap_mb`` PyTorch DDP's bucket cap (MiB; None: PyTorch's default, 25 MiB after a
+    first bucket of 1 MiB; a given cap applies to the first bucket too, as in PyTorch)."""
 
     comm: str = "horovod-nccl"
     schedule: str = "auto"
     partition_mb: float = DEFAULT_PARTITION_BYTES / MiB
+    bucket_cap_mb: float | None = None
     n_ps: int | None = None
     ps_colocated: bool = True
     ps_placement: str = "cpu"
@@ -134,6 +137,17 @@ class ExecutionConfig:
         part = self.partition_mb
         if isinstance(part, bool) or not isinstance(part, numbers.Real) or not 1e-3 <= part <= 1024:
             raise ConfigError(f"partition size must be in 0.001..1024 MiB, got {part!r}")
+        cap = self.bucket_cap_mb
+        if cap is not None and (
+            isinstance(cap, bool)
+            or not isinstance(cap, numbers.Real)
+            or not math.isfinite(cap)
+            or not 1 / MiB <= cap <= MAX_FUSION_THRESHOLD_MB
+        ):
+            raise ConfigError(
+                f"DDP bucket cap must be a number in 1 byte .. {MAX_FUSION_THRESHOLD_MB} MiB, "
+                f"got {cap!r}"
+            )
         mb = self.fusion_threshold_mb
         if mb is not None and not 0 <= mb <= MAX_FUSION_THRESHOLD_MB:
             raise ConfigError(

@@ -135,6 +135,7 @@ def build_dag(
             cycle_time_s=strategy.cycle_time_s,
             op_time_s=op_time_s,
             partition_bytes=strategy.partition_bytes,
+            bucket_caps_bytes=(strategy.first_bucket_bytes, strategy.bucket_cap_bytes),
         )
         for k, bucket in enumerate(buckets):
             node = add(

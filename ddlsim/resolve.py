@@ -159,7 +159,16 @@ def _strategy(
         cycle_time_s=cycle_s,
         schedule=x.schedule,
         partition_bytes=round(x.partition_mb * MiB),
+        **_ddp_caps(x.bucket_cap_mb),
     )
+
+
+def _ddp_caps(bucket_cap_mb: float | None) -> dict[str, int]:
+    """DDP's (first, other) bucket caps: PyTorch's defaults, or the given cap for both."""
+    if bucket_cap_mb is None:
+        return {}
+    cap = max(1, round(bucket_cap_mb * MiB))
+    return {"bucket_cap_bytes": cap, "first_bucket_bytes": cap}
 
 
 def tf32_applies(device: DeviceSpec, precision: str) -> bool:

@@ -31,7 +31,16 @@ operation may start. The policies, all over the same DAG:
   coordinator still negotiates every partition (ByteScheduler submits them to Horovod one by
   one), without re-fusing them. For parameter-server methods the partitions are pushed and
   pulled in priority order, and the update still waits for every push.
-- ``auto``: the method's own: ``horovod`` for Horovod methods; for the others each layer's
+- ``ddp``: PyTorch DistributedDataParallel's gradient buckets. After the first iteration the
+  C++ reducer rebuilds its buckets in the order the gradients became ready, the first closed
+  once it holds ``_DEFAULT_FIRST_BUCKET_BYTES`` (1 MiB), the others once they hold
+  ``bucket_cap_mb`` (25 MiB) -- a bucket closes with the tensor that reaches its cap
+  (``torch/nn/parallel/distributed.py`` ``_DDPBucketAssignment``, ``reducer.cpp``
+  ``compute_bucket_assignment_by_size``, PyTorch 2.x); a custom cap applies to the first bucket
+  too. Each bucket's all-reduce is launched when its last gradient is ready, in bucket order,
+  overlapping the rest of backprop; no negotiation, no cycle. All-reduce methods.
+- ``auto``: the method's own: ``horovod`` for Horovod methods, ``ddp`` for ``--comm ddp``; for
+  the others each layer's
   gradients as soon as its backward pass ends (one operation per layer, per PS shard); CPU
   workers, whose cores do the exchange, after the backward pass.
 
@@ -47,10 +56,14 @@ from dataclasses import dataclass
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.horovod import fusion_plan
 
-SCHEDULES = ("auto", "horovod", "bsp", "wfbp", "mg-wfbp", "bytescheduler")
+SCHEDULES = ("auto", "horovod", "bsp", "wfbp", "mg-wfbp", "bytescheduler", "ddp")
 #: BytePS's partition size (``BYTEPS_PARTITION_BYTES`` default, byteps/common/global.cc in
 #: BytePS 0.2.4), also used for ByteScheduler's partitions
 DEFAULT_PARTITION_BYTES = 4_096_000
+#: PyTorch DDP's default bucket cap (``_DEFAULT_BUCKET_CAP_MB`` = 25, in MiB) and its smaller
+#: first bucket (``torch.distributed._DEFAULT_FIRST_BUCKET_BYTES``), PyTorch 2.x
+DDP_BUCKET_CAP_BYTES = 25 * 1024 * 1024
+DDP_FIRST_BUCKET_BYTES = 1024 * 1024
 #: bytes of the probe operations whose costs give MG-WFBP's start-up time ``a``
 STARTUP_PROBE_BYTES = 4
 
@@ -92,9 +105,9 @@ def check_schedule(schedule: str, *, horovod: bool, parameter_server: bool) -> N
             "schedule 'horovod' (tensor fusion and cycles) needs a Horovod method "
             "(horovod-nccl, horovod-mpi, horovod-gloo)"
         )
-    if schedule == "mg-wfbp" and parameter_server:
+    if schedule in ("mg-wfbp", "ddp") and parameter_server:
         raise ConfigError(
-            "schedule 'mg-wfbp' merges all-reduce operations; parameter-server methods "
+            f"schedule {schedule!r} merges all-reduce operations; parameter-server methods "
             "(ps, distributed-replicated, byteps) take bsp, wfbp or bytescheduler"
         )
 
@@ -115,12 +128,13 @@ def plan_buckets(
     cycle_time_s: float = 0.0,
     op_time_s: Callable[[int], float] | None = None,
     partition_bytes: int = DEFAULT_PARTITION_BYTES,
+    bucket_caps_bytes: tuple[int, int] = (DDP_FIRST_BUCKET_BYTES, DDP_BUCKET_CAP_BYTES),
 ) -> list[Bucket]:
     """The all-reduce operations of ``schedule`` (not ``auto``: resolve it first).
 
     ``layer_items`` (one per layer with gradients) and ``tensor_items`` (one per gradient
     tensor) are in the order backprop makes them ready; ``op_time_s(nbytes)`` is the method's
-    cost of one operation (``mg-wfbp``).
+    cost of one operation (``mg-wfbp``); ``bucket_caps_bytes`` DDP's (first, other) caps.
     """
     if schedule == "horovod":
         groups = fusion_plan(
@@ -144,6 +158,8 @@ def plan_buckets(
             for i in tensor_items
             for part in partitions(i.nbytes, partition_bytes)
         ]
+    if schedule == "ddp":
+        return [_bucket(g) for g in ddp_buckets(tensor_items, *bucket_caps_bytes)]
     if schedule == "layer":
         return [_bucket([item]) for item in layer_items]
     raise UnknownNameError("schedule", schedule, SCHEDULES)
@@ -157,6 +173,23 @@ def _bucket(items: Sequence[Item], trigger: int | None = None) -> Bucket:
         nbytes=sum(i.nbytes for i in items),
         trigger=items[-1].layer if trigger is None else trigger,
     )
+
+
+def ddp_buckets(items: Sequence[Item], first_cap: int, cap: int) -> list[list[Item]]:
+    """``items`` (in readiness order) in DDP's buckets: a bucket closes with the tensor that
+    brings it to its cap (``first_cap`` for the first bucket, ``cap`` after)."""
+    buckets: list[list[Item]] = []
+    current: list[Item] = []
+    size = 0
+    for item in items:
+        current.append(item)
+        size += item.nbytes
+        if size >= (first_cap if not buckets else cap):
+            buckets.append(current)
+            current, size = [], 0
+    if current:
+        buckets.append(current)
+    return buckets
 
 
 def partitions(nbytes: int, partition_bytes: int) -> list[int]:

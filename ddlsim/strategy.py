@@ -20,7 +20,13 @@ from ddlsim.comm.nccl import (
 )
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, GATHER, HorovodRelease, horovod_release
-from ddlsim.schedules import DEFAULT_PARTITION_BYTES, check_partition_bytes, check_schedule
+from ddlsim.schedules import (
+    DDP_BUCKET_CAP_BYTES,
+    DDP_FIRST_BUCKET_BYTES,
+    DEFAULT_PARTITION_BYTES,
+    check_partition_bytes,
+    check_schedule,
+)
 from ddlsim.units import MiB
 from ddlsim.workload.calibration_use import DEFAULT_BATCH_PER_GPU
 
@@ -33,6 +39,7 @@ COMM_METHODS = (
     "distributed-replicated",
     "byteps",
     "horovod-gloo",
+    "ddp",
 )
 HOROVOD_METHODS = ("horovod-nccl", "horovod-mpi", "horovod-gloo")
 PS_METHODS = ("ps", "distributed-replicated", "byteps")
@@ -64,7 +71,8 @@ class Strategy:
     ``nccl_protocol`` are ``NCCL_ALGO`` / ``NCCL_PROTO``; ``horovod_version`` selects the
     release's negotiation; ``response_cache`` is ``HOROVOD_CACHE_CAPACITY`` > 0 (0.16+).
     ``schedule`` groups the gradients into operations and says when each may start
-    (:mod:`ddlsim.schedules`); ``partition_bytes`` is the partition size of ``bytescheduler``.
+    (:mod:`ddlsim.schedules`); ``partition_bytes`` is the partition size of ``bytescheduler``,
+    ``bucket_cap_bytes`` and ``first_bucket_bytes`` PyTorch DDP's bucket caps.
     """
 
     comm: str = "horovod-nccl"
@@ -87,6 +95,8 @@ class Strategy:
     wait_free_backprop: bool = True
     schedule: str = "auto"
     partition_bytes: int = DEFAULT_PARTITION_BYTES
+    bucket_cap_bytes: int = DDP_BUCKET_CAP_BYTES
+    first_bucket_bytes: int = DDP_FIRST_BUCKET_BYTES
 
     def __post_init__(self) -> None:
         if self.comm not in COMM_METHODS:
@@ -122,6 +132,11 @@ class Strategy:
             self.schedule, horovod=self.is_horovod, parameter_server=self.is_parameter_server
         )
         check_partition_bytes(self.partition_bytes)
+        if not 1 <= self.first_bucket_bytes <= self.bucket_cap_bytes <= 64 * 1024 * MiB:
+            raise ConfigError(
+                f"DDP buckets must be 1 byte .. 65536 MiB with the first no larger than the "
+                f"others, got {self.first_bucket_bytes} and {self.bucket_cap_bytes} bytes"
+            )
 
     @property
     def is_horovod(self) -> bool:
@@ -154,10 +169,12 @@ class Strategy:
     @property
     def effective_schedule(self) -> str:
         """The schedule that forms the operations (:mod:`ddlsim.schedules`): ``auto`` is
-        ``horovod`` for Horovod methods, else ``layer`` (each layer's gradients when its backward
-        pass ends)."""
+        ``horovod`` for Horovod methods, ``ddp`` (gradient buckets) for PyTorch DDP, else
+        ``layer`` (each layer's gradients when its backward pass ends)."""
         if self.schedule != "auto":
             return self.schedule
+        if self.comm == "ddp":
+            return "ddp"
         return "horovod" if self.is_horovod else "layer"
 
     @property

@@ -189,3 +189,55 @@ def test_the_cli_takes_the_schedule(cli):
     assert code == 0 and '"schedule": "wfbp"' in out
     code, _, err = cli("predict", "--gpus", "16", "--schedule", "nope")
     assert code == 2 and "nope" in err
+
+
+# -- PyTorch DistributedDataParallel ---------------------------------------------------------
+
+
+def test_ddp_buckets_close_at_their_cap_in_readiness_order():
+    from ddlsim.schedules import ddp_buckets
+
+    items = _items([0.1, 0.2, 0.3, 0.4, 0.5], [600_000, 600_000, 10, 30_000_000, 5])
+    buckets = ddp_buckets(items, 1 << 20, 25 << 20)
+    # the first closes with the tensor that reaches 1 MiB, the next with the one reaching 25 MiB
+    assert [[i.nbytes for i in b] for b in buckets] == [[600_000, 600_000], [10, 30_000_000], [5]]
+
+
+def test_ddp_default_is_pytorchs_first_bucket_then_25_mib():
+    setup = prepare(job("resnet50", 16, comm="ddp", inter_node="25gbe"))
+    ops = plan_from_dag(setup.dag).ops
+    assert ops[0].nbytes >= 1 << 20 and ops[0].nbytes < (1 << 20) + 10_000_000
+    assert all(op.nbytes >= 25 << 20 for op in ops[1:-1])
+    assert sum(op.nbytes for op in ops) == setup.workload.model.grad_bytes()
+    assert setup.strategy.effective_schedule == "ddp" and not setup.strategy.is_horovod
+
+
+def test_one_ddp_bucket_is_bsp_and_vanishing_buckets_are_wfbp():
+    kwargs = dict(comm="ddp", inter_node="25gbe", **QUIET)
+    one = predict("resnet50", 16, bucket_cap_mb=60000, **kwargs)
+    bsp = predict("resnet50", 16, schedule="bsp", **kwargs)
+    assert one.iteration_time_s == pytest.approx(bsp.iteration_time_s, rel=1e-12)
+    tiny = predict("resnet50", 16, bucket_cap_mb=1e-6, **kwargs)
+    wfbp = predict("resnet50", 16, schedule="wfbp", **kwargs)
+    assert tiny.iteration_time_s == pytest.approx(wfbp.iteration_time_s, rel=1e-12)
+    assert len(tiny.comm_ops) == len(prepare(job("resnet50", 1)).workload.model.tensors)
+
+
+def test_ddp_has_no_horovod_coordination():
+    p = predict("resnet50", 16, comm="ddp", inter_node="25gbe", **QUIET)
+    assert p.breakdown["coordination_s"] == pytest.approx(0, abs=1e-12)
+    assert not [s for s in p.sim.spans if s.stream == "coordinator"]
+    hvd = predict("resnet50", 16, inter_node="25gbe", **QUIET)
+    assert hvd.breakdown["coordination_s"] > 0
+
+
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), 1e9])
+def test_a_bad_bucket_cap_is_one_error(bad):
+    with pytest.raises(ConfigError, match="bucket cap"):
+        predict("resnet50", 16, comm="ddp", bucket_cap_mb=bad)
+
+
+def test_the_timeline_names_ddps_allreduces_as_ncclss(tmp_path, cli):
+    out = tmp_path / "t.json"
+    code, _, _ = cli("timeline", "--gpus", "16", "--comm", "ddp", "-o", str(out))
+    assert code == 0 and "NCCL_ALLREDUCE" in out.read_text()

@@ -30,6 +30,8 @@ _HOROVOD_COLLECTIVE = {
     "horovod-mpi": "MPI_ALLREDUCE",
     "horovod-gloo": "GLOO_ALLREDUCE",
 }
+#: the activity name of other methods' NCCL all-reduce (PyTorch's profiler names the kernel so)
+_NCCL_COLLECTIVE = {"ddp": "NCCL_ALLREDUCE"}
 
 
 def us(seconds: float) -> float:
@@ -65,6 +67,7 @@ class EventFactory:
         self.allreduce_name = _HOROVOD_COLLECTIVE.get(strategy.comm) if horovod_flat else None
         if strategy.is_horovod and strategy.hierarchical:
             self.allreduce_name = "ALLREDUCE"  # Horovod's op name; its phases are not modelled
+        self.allreduce_name = self.allreduce_name or _NCCL_COLLECTIVE.get(strategy.comm)
 
     def span(self, s: Span, t0: float, t1: float) -> dict[str, Any]:
         """The complete (``X``) event of span ``s``, ``ts`` measured from ``t0`` seconds.

@@ -107,6 +107,16 @@ RULES = (
         ("comm",),
     ),
     Rule(
+        "bucket_cap_mb",
+        "--bucket-cap-mb",
+        lambda c: (
+            c.get("schedule") == "ddp"
+            or (c.get("comm") == "ddp" and c.get("schedule") in (None, "auto"))
+        ),
+        "it applies to --comm ddp (PyTorch DDP's buckets)",
+        ("comm", "schedule"),
+    ),
+    Rule(
         "partition_mb",
         "--partition-mb",
         lambda c: c.get("schedule") == "bytescheduler",
@@ -165,7 +175,7 @@ RULES = (
     Rule(
         "interference",
         "--no-interference",
-        _comm_in("horovod-nccl", "replicated-nccl"),
+        _comm_in("horovod-nccl", "replicated-nccl", "ddp"),
         "only NCCL's kernels hold SMs while they communicate",
         ("comm",),
     ),

@@ -162,8 +162,17 @@ def _add_execution(g: argparse._ArgumentGroup) -> None:
         choices=SCHEDULES,
         help="when each gradient may start communicating: horovod (tensor fusion + cycle), bsp "
         "(all after backprop), wfbp (each tensor when ready), mg-wfbp (merged where merging "
-        "shortens the iteration), bytescheduler (priority partitions); auto = horovod for "
-        "Horovod methods, per layer for the others (default: auto)",
+        "shortens the iteration), bytescheduler (priority partitions), ddp (PyTorch DDP's "
+        "buckets); auto = horovod for Horovod methods, ddp for --comm ddp, per layer for the "
+        "others (default: auto)",
+    )
+    g.add_argument(
+        "--bucket-cap-mb",
+        type=number,
+        default=None,
+        metavar="MIB",
+        help="--comm ddp: DistributedDataParallel's bucket_cap_mb (default: PyTorch's 25, after a "
+        "first bucket of 1 MiB; a given cap applies to the first bucket too)",
     )
     g.add_argument(
         "--partition-mb",
@@ -316,6 +325,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "comm": args.comm,
         "schedule": args.schedule,
         "partition_mb": args.partition_mb,
+        "bucket_cap_mb": args.bucket_cap_mb,
         "n_ps": args.n_ps,
         "ps_colocated": not args.ps_dedicated,
         "ps_placement": args.ps_placement,

@@ -44,6 +44,7 @@ _SCHEDULE_WORDS = {
     "mg-wfbp": "tensors merged where merging shortens the iteration (MG-WFBP)",
     "bytescheduler": "priority partitions",
     "layer": "each layer's gradients as soon as its backward pass ends",
+    "ddp": "DistributedDataParallel's buckets, each launched when its last gradient is ready",
 }
 
 
@@ -51,6 +52,8 @@ def _schedule(i: dict[str, Any]) -> str:
     """``bytescheduler: priority partitions of 3.9 MiB`` (``auto`` says what it resolved to)."""
     effective = i.get("effective_schedule", "horovod")
     words = _SCHEDULE_WORDS.get(effective, effective)
+    if effective == "ddp":
+        words += f" (first {i['first_bucket_mb']:g} MiB, then {i['bucket_cap_mb']:g} MiB)"
     if effective == "bytescheduler":
         words += f" of {i['partition_mb'] * 2**20:,.0f} bytes, next forward waits per layer"
     name = f"auto = {effective}" if i.get("schedule") == "auto" else effective
@@ -147,9 +150,15 @@ def format_prediction(p: Prediction) -> str:
         f"    method         {i['comm']} ({i['comm_model']}), {n_ops} op(s)/iteration, "
         f"{total_bytes / 1e6:.1f} MB/iteration",
         f"    schedule       {_schedule(i)}",
-        f"    horovod        {i['horovod_version']}: fusion {i['fusion_threshold_mb']:g} MiB, "
-        f"cycle {i['cycle_time_ms']:g} ms, negotiation {i['negotiation']}, hierarchical "
-        f"{'on' if i['hierarchical'] else 'off'}",
+        *(
+            [
+                f"    horovod        {i['horovod_version']}: fusion "
+                f"{i['fusion_threshold_mb']:g} MiB, cycle {i['cycle_time_ms']:g} ms, negotiation "
+                f"{i['negotiation']}, hierarchical {'on' if i['hierarchical'] else 'off'}"
+            ]
+            if i["comm"] != "ddp"
+            else []
+        ),
         f"    nccl           {i['nccl_version']}: algorithm {i['algorithm']}, protocol "
         f"{i['nccl_protocol']}{_nccl_choices(p.comm_ops)}",
         f"    sync           rank sigma {i['rank_sigma']:g}, host contention "

@@ -34,9 +34,10 @@ METHODS = (
     "replicated-cpu",
     "distributed-replicated",
     "horovod-gloo",
+    "ddp",
 )
 #: methods whose collectives are NCCL's (GPU workers only)
-NCCL_METHODS = ("horovod-nccl", "replicated-nccl")
+NCCL_METHODS = ("horovod-nccl", "replicated-nccl", "ddp")
 
 __all__ = [
     "ALGORITHMS",
@@ -67,7 +68,8 @@ def make_comm_model(
     (what that NCCL picks per call), ``ring`` or ``tree`` (``NCCL_ALGO``), ``nccl_protocol``
     ``auto``, ``LL``, ``LL128`` or ``Simple`` (``NCCL_PROTO``); ``hierarchical=True`` is
     Horovod's hierarchical allreduce (NCCL calls per level), which takes precedence;
-    ``horovod-gloo`` is Gloo's ring over TCP (loopback inside a node), summed on the CPU.
+    ``horovod-gloo`` is Gloo's ring over TCP (loopback inside a node), summed on the CPU;
+    ``ddp`` (PyTorch DistributedDataParallel) runs NCCL's allreduce as ``horovod-nccl`` does.
     ``n_ps`` (``ps``, ``distributed-replicated``, ``byteps``) defaults to one per worker node
     (1 on a single node), the tf_cnn_benchmarks convention; ``ps_colocated`` puts PS shards /
     BytePS servers on the worker nodes (``distributed-replicated`` always co-locates them);
@@ -86,12 +88,14 @@ def make_comm_model(
             f"{method} runs NCCL, which needs GPUs; CPU workers ({cluster.device.id}) exchange "
             "gradients with horovod-gloo (or horovod-mpi)"
         )
-    if method == "horovod-nccl":
-        if hierarchical:
-            return HierarchicalModel(cluster, version=nccl_version)
-        return NcclAllreduceModel(
+    if method == "horovod-nccl" and hierarchical:
+        return HierarchicalModel(cluster, version=nccl_version)
+    if method in ("horovod-nccl", "ddp"):
+        model = NcclAllreduceModel(
             cluster, version=nccl_version, algorithm=algorithm, protocol=nccl_protocol
         )
+        model.name = method
+        return model
     if method == "horovod-mpi":
         return MPIModel(cluster)
     if method == "horovod-gloo":

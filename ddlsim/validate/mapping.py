@@ -42,6 +42,7 @@ from ddlsim.cluster import catalog
 from ddlsim.cluster.specs import TRANSPORTS
 from ddlsim.errors import DdlsimError, UnknownNameError
 from ddlsim.strategy import COMM_METHODS, DATA_KINDS, PRECISIONS
+from ddlsim.units import MiB
 from ddlsim.validate.baseline import BaselineChoice, BaselineIndex
 from ddlsim.validate.options import ValidateOptions
 from ddlsim.validate.runs import Run
@@ -56,6 +57,8 @@ UNKNOWN_NAME = "unknown-name"
 SCHEMA_ONLY_COMMS = ("single", "other")
 
 #: variant tokens that set a predict option
+#: apex DDP's default ``message_size`` (elements per all-reduce bucket)
+APEX_MESSAGE_ELEMENTS = 10_000_000
 VARIANT_OPTIONS: dict[str, dict[str, Any]] = {
     "ps-colocated": {"ps_colocated": True},
     "ps-vars-on-cpu": {"ps_placement": "cpu"},
@@ -67,6 +70,9 @@ VARIANT_OPTIONS: dict[str, dict[str, Any]] = {
     "wfbp": {"schedule": "wfbp"},
     "mg-wfbp": {"schedule": "mg-wfbp"},
     "bytescheduler": {"schedule": "bytescheduler"},
+    # NVIDIA apex's DistributedDataParallel: buckets of message_size = 10,000,000 elements
+    # (apex/parallel/distributed.py default) of fp32 gradients, no smaller first bucket
+    "apex-ddp": {"bucket_cap_mb": APEX_MESSAGE_ELEMENTS * 4 / MiB},
 }
 
 
