@@ -62,6 +62,14 @@ class Prediction:
 
         return lookup(self.inputs["comm"], self.inputs["nodes"])
 
+    @property
+    def compute_record(self) -> dict[str, Any]:
+        """ddlsim's measured error for one GPU of this type at this precision, from its own
+        compute model with no anchor (:func:`ddlsim.track_record.lookup_absolute`)."""
+        from ddlsim.track_record import lookup_absolute
+
+        return lookup_absolute(self.inputs["gpu"], self.inputs["precision"])
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` output)."""
         return {
@@ -74,6 +82,7 @@ class Prediction:
             "inputs": self.inputs,
             "comm_ops": self.comm_ops,
             "track_record": self.track_record,
+            "compute_record": self.compute_record,
         }
 
 

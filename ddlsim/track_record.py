@@ -67,6 +67,30 @@ def lookup(comm: str, nodes: int) -> dict[str, Any]:
     return {**base, **entry}
 
 
+def lookup_absolute(gpu: str, precision: str) -> dict[str, Any]:
+    """The measured error of ddlsim's own 1-GPU compute for ``gpu`` at ``precision``
+    (``validate --absolute``): ``{"gpu", "precision", "n", "mape", "bias", ...}``; ``n`` 0
+    where no measured 1-GPU run of that GPU and precision exists."""
+    doc = _document()
+    entry = doc.get("absolute_by_gpu_precision", {}).get(f"{gpu} | {precision}")
+    base = {"gpu": gpu, "precision": precision, "source": doc["source"]}
+    if entry is None:
+        empty = dict.fromkeys(("mape", "median_ape", "bias", "worst_run_id", "worst_rel_error"))
+        return {**base, "n": 0, **empty}
+    return {**base, **entry}
+
+
+def format_absolute_line(entry: dict[str, Any]) -> str:
+    """``p100-sxm2 fp32: 12 measured 1-GPU runs, MAPE 4.0%, bias +1.0%`` (or none)."""
+    where = f"{entry['gpu']} {entry['precision']}"
+    if not entry["n"]:
+        return f"{where}: no measured 1-GPU run (the compute is unchecked there)"
+    return (
+        f"{where}: {entry['n']} measured 1-GPU run(s), MAPE {100 * entry['mape']:.1f}%, "
+        f"bias {100 * entry['bias']:+.1f}%"
+    )
+
+
 def format_line(entry: dict[str, Any]) -> str:
     """``horovod-nccl, 2-8 nodes: 18 measured runs, MAPE 6.0%, bias +5.7%`` (or none)."""
     where = f"{entry['comm']}, {entry['regime']}"

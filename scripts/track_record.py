@@ -33,7 +33,8 @@ def build(runs_csv: Path = RUNS) -> dict:
     default = validate_file(table, ValidateOptions())
     options = ValidateOptions(**ASSUMED_PASS["options"])
     assumed = validate_file(table, options, sources=set(ASSUMED_PASS["sources"]))
-    return summarise(default, assumed)
+    absolute = validate_file(table, ValidateOptions(absolute=True))
+    return summarise(default, assumed, absolute)
 
 
 def render(doc: dict) -> str:

@@ -58,8 +58,8 @@ def test_lookup_and_its_line():
 def test_predict_quotes_it(capsys):
     assert main(["predict", "--model", "resnet50", "--gpus", "32", "--inter-node", "ib-edr"]) == 0
     out = capsys.readouterr().out
-    assert "  measured error (ddlsim validate, this method at this node count)" in out
-    assert f"    {format_line(lookup('horovod-nccl', 4))}" in out
+    assert "  measured error (ddlsim validate)" in out
+    assert f"    scaling        {format_line(lookup('horovod-nccl', 4))}" in out
     p = ddlsim.predict(model="resnet50", gpus=32, inter_node="ib-edr")
     assert json.loads(json.dumps(p.to_dict()))["track_record"] == lookup("horovod-nccl", 4)
     assert ddlsim.predict(model="resnet50").to_dict()["track_record"] is None

@@ -6,7 +6,7 @@ from typing import Any
 
 from ddlsim.api import Prediction
 from ddlsim.resolve import HOST_DECODE_IMAGES_PER_S_PER_THREAD
-from ddlsim.track_record import format_line
+from ddlsim.track_record import format_absolute_line, format_line
 from ddlsim.workload.ttt import format_duration
 
 #: how fp32 ran, where TF32 is in play (inputs["tf32"]; None elsewhere)
@@ -173,9 +173,10 @@ def format_prediction(p: Prediction) -> str:
         "",
     ]
     record = p.track_record
+    own = p.compute_record
+    quoted = ["  measured error (ddlsim validate)"]
     if record is not None:
-        lines[-1:-1] = [
-            "  measured error (ddlsim validate, this method at this node count)",
-            f"    {format_line(record)}",
-        ]
+        quoted.append(f"    scaling        {format_line(record)} (anchored to measured 1-GPU runs)")
+    quoted.append(f"    1-GPU compute  {format_absolute_line(own)} (--absolute: no anchor)")
+    lines[-1:-1] = quoted
     return "\n".join(lines)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 
 from ddlsim.analysis.plot import FORMATS as FIGURE_FORMATS
 from ddlsim.cli.args import integer as _int
@@ -143,6 +144,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(after --assume-baseline-batch); noted on each row",
     )
     p.add_argument(
+        "--absolute",
+        action="store_true",
+        help="predict every row, 1-GPU rows included, from ddlsim's own per-layer compute "
+        "model (no measured anchor), grouped by GPU, precision and framework, beside the "
+        "anchored (scaling) score of the same groups",
+    )
+    p.add_argument(
         "--assume-precision",
         default=None,
         choices=PRECISIONS,
@@ -156,9 +164,9 @@ def run(args: argparse.Namespace) -> int:
     from ddlsim.errors import ConfigError
     from ddlsim.validate.core import validate_file
     from ddlsim.validate.mapping import ValidateOptions
-    from ddlsim.validate.report import format_report
+    from ddlsim.validate.report import format_report, format_side_by_side
     from ddlsim.validate.runs import load_runs
-    from ddlsim.validate.stats import summarise
+    from ddlsim.validate.stats import STACK_GROUP, summarise
 
     options = ValidateOptions(  # checks every value before the file is read
         engine=args.engine,
@@ -172,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
         assume_baseline_batch=args.assume_baseline_batch,
         assume_batch=args.assume_batch,
         assume_precision=args.assume_precision,
+        absolute=args.absolute,
     )
     if args.plot:
         from ddlsim.validate.plot import _matplotlib
@@ -188,7 +197,12 @@ def run(args: argparse.Namespace) -> int:
                 f"--source {', '.join(absent)}: not in {args.csv}; sources present: {present}"
             )
     results = validate_file(table, options, sources=sources)
-    summary = summarise(results)
+    summary = summarise(results, absolute=args.absolute)
+    if args.absolute:  # today's anchored (scaling) score of the same groups, beside it
+        anchored = validate_file(table, replace(options, absolute=False), sources=sources)
+        summary["anchored_by_gpu_precision_framework"] = summarise(anchored, absolute=True)[
+            STACK_GROUP
+        ]
     if args.plot:
         from ddlsim.validate.plot import plot_validation
 
@@ -199,4 +213,6 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_report(args.csv, results, summary))
+        if args.absolute:
+            sys.stdout.write(format_side_by_side(summary))
     return 0

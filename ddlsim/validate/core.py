@@ -21,6 +21,8 @@ from ddlsim.validate.runs import RowDefect, Run, RunsFile
 PREDICTED = "predicted"
 SKIPPED = "skipped"
 PREDICT_ERROR = "predict-error"
+#: ``--absolute``: a row the calibration used is anchored to (not a prediction of it)
+ANCHOR_ROW = "anchor-row"
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,18 @@ class RowResult:
         }
 
 
+def anchor_run_ids(provenance: dict[str, Any]) -> set[str]:
+    """Run ids of measured runs a calibration's provenance names as its anchor (at any depth:
+    a re-timed or transferred file keeps its base's)."""
+    ids: set[str] = set()
+    while isinstance(provenance, dict):
+        anchor = provenance.get("anchor")
+        if isinstance(anchor, dict):
+            ids.update(str(r) for r in anchor.get("run_ids", ()))
+        provenance = provenance.get("base")
+    return ids
+
+
 def network_label(run: Run) -> str:
     """The row's network for grouping: ``none`` single-node, else ``<inter_node> <transport>``."""
     if not run.multi_node:
@@ -204,6 +218,16 @@ def validate_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> Ro
             plan.baseline,
             notes=plan.notes,
             assumption=plan.assumption,
+        )
+    if options.absolute and run.run_id in anchor_run_ids(pred.inputs["calibration"]["provenance"]):
+        return RowResult(
+            run,
+            SKIPPED,
+            ANCHOR_ROW,
+            "the shipped calibration is anchored to this run: it reproduces it by construction, "
+            "so it is no test of the compute model",
+            plan.metric,
+            notes=plan.notes,
         )
     ips, eff = float(pred.images_per_sec), float(pred.scaling_efficiency)
     if plan.metric == METRIC_IPS:

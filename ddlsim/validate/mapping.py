@@ -70,6 +70,8 @@ VARIANT_OPTIONS: dict[str, dict[str, Any]] = {
     "wfbp": {"schedule": "wfbp"},
     "mg-wfbp": {"schedule": "mg-wfbp"},
     "bytescheduler": {"schedule": "bytescheduler"},
+    # TF32 tensor-core math on (fp32 rows of Ampere and later): predict's default
+    "tf32": {"tf32": True},
     # NVIDIA apex's DistributedDataParallel: buckets of message_size = 10,000,000 elements
     # (apex/parallel/distributed.py default) of fp32 gradients, no smaller first bucket
     "apex-ddp": {"bucket_cap_mb": APEX_MESSAGE_ELEMENTS * 4 / MiB},
@@ -110,7 +112,7 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
             column=column,
             value=getattr(run, column),
         )
-    if run.is_single_gpu:
+    if run.is_single_gpu and not options.absolute:
         return _skip("baseline-row", "single-GPU row (a baseline; nothing to scale)")
     if run.images_per_sec is not None:
         metric = METRIC_IPS
@@ -118,9 +120,12 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         metric = METRIC_EFFICIENCY
     else:
         return _skip("no-value", "neither images_per_sec nor scaling_efficiency is stated")
-    if not run.comm:
+    comm = run.comm
+    if run.is_single_gpu and comm not in COMM_METHODS:
+        comm = "horovod-nccl"  # one GPU exchanges nothing: any method predicts the same
+    elif not comm:
         return _skip("comm-not-stated", "comm method not stated")
-    if run.comm not in COMM_METHODS:
+    if comm not in COMM_METHODS:
         return _skip(
             "comm-not-modelled",
             f"comm {run.comm!r} is not a modelled method ({', '.join(COMM_METHODS)})",
@@ -143,7 +148,10 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         return _skip("no-batch", reason, choice.run)
     notes.extend(batch_notes)
     baseline = choice.run
-    if baseline is None:
+    if options.absolute:
+        baseline = None
+        notes.append("compute not anchored: ddlsim's own per-layer model (--absolute)")
+    elif baseline is None:
         if metric != METRIC_EFFICIENCY or choice.code != "no-baseline":
             return _skip(choice.code, choice.reason)
         notes.append(f"compute not anchored: {_no_anchor(choice)}")
@@ -156,7 +164,7 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         "inter_node": run.inter_node or None,
         "transport": (run.transport or None) if multi_node else None,
         "nics_per_node": run.nics_per_node or 1,
-        "comm": run.comm,
+        "comm": comm,
         "n_ps": run.n_ps,
         "batch": batch,
         "precision": run.precision,

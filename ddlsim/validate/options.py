@@ -27,7 +27,9 @@ class ValidateOptions:
     ``horovod_version``. Cell fillers (each noted on the rows it fills):
     ``assume_baseline_batch`` (an empty ``batch_per_gpu`` takes the baseline's),
     ``assume_batch`` (an empty ``batch_per_gpu`` that the baseline does not state either),
-    ``assume_precision`` (an empty ``precision``).
+    ``assume_precision`` (an empty ``precision``). ``absolute``: every row with a measured
+    throughput, single-GPU rows included, is predicted from ddlsim's own per-layer compute
+    model, with no measured anchor.
     """
 
     engine: str = "fast"
@@ -41,6 +43,7 @@ class ValidateOptions:
     assume_baseline_batch: bool = False
     assume_batch: int | None = None
     assume_precision: str | None = None
+    absolute: bool = False
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:

@@ -18,6 +18,7 @@ _GROUP_TITLES = {
     "by_network": "by network",
     "by_metric": "by validated metric",
     "by_compute": "by compute calibration",
+    "by_gpu_precision_framework": "by GPU, precision and framework",
 }
 
 
@@ -73,6 +74,8 @@ def format_summary(summary: dict[str, Any]) -> list[str]:
         _stats_line(headline, summary["overall"], 0),
     ]
     for key, title in _GROUP_TITLES.items():
+        if key not in summary:
+            continue
         lines.append(title)
         lines.extend(_stats_line(name, st, 2) for name, st in summary[key].items())
     if assumed["overall"]["n"]:
@@ -118,8 +121,11 @@ def format_report(
     out = [
         f"ddlsim validate: {path}",
         f"{summary['n_rows']} rows: {n_pred} predicted{detail}, {summary['n_skipped']} skipped",
-        "compute anchored to each row's single-GPU baseline; efficiency-only rows without one: "
-        "shipped calibration",
+        "compute NOT anchored: every row, 1-GPU rows included, from ddlsim's own per-layer "
+        "model (--absolute)"
+        if summary.get("absolute")
+        else "compute anchored to each row's single-GPU baseline; efficiency-only rows without "
+        "one: shipped calibration",
         "error = predicted / measured - 1 (images/s; 'eff' rows: scaling efficiency)",
         "",
     ]
@@ -138,3 +144,28 @@ def format_report(
     if summary["n_skipped"]:
         out += ["", f"skipped rows ({summary['n_skipped']})", *format_skipped(results)]
     return "\n".join(out) + "\n"
+
+
+def format_side_by_side(summary: dict[str, Any]) -> str:
+    """``validate --absolute``: per GPU, precision and framework, the absolute error of
+    ddlsim's own compute beside the anchored (scaling) error of the same rows' group."""
+    absolute = summary.get("by_gpu_precision_framework", {})
+    anchored = summary.get("anchored_by_gpu_precision_framework", {})
+    lines = [
+        "",
+        "absolute (ddlsim's own compute) vs anchored (scaling only), by GPU, precision and "
+        "framework",
+        f"{'group':<34}{'n abs':>6}{'MAPE':>8}{'bias':>9}  {'n anch':>6}{'MAPE':>8}{'bias':>9}",
+    ]
+    for name in sorted({*absolute, *anchored}):
+        a, b = absolute.get(name), anchored.get(name)
+        cells = []
+        for st in (a, b):
+            if st and st["n"]:
+                cells.append(
+                    f"{st['n']:>6}{_pct(st['mape']):>8}{_pct(st['mean_rel_error'], True):>9}"
+                )
+            else:
+                cells.append(f"{0:>6}{'-':>8}{'-':>9}")
+        lines.append(f"{name:<34}{cells[0]}  {cells[1]}")
+    return "\n".join(lines) + "\n"

@@ -30,6 +30,16 @@ GROUPS: dict[str, Callable[[RowResult], str]] = {
     "by_metric": lambda r: r.metric or "",
     "by_compute": lambda r: "anchored" if r.anchored else "not anchored",
 }
+#: the grouping of ``validate --absolute``: what sets one GPU's speed
+STACK_GROUP = "by_gpu_precision_framework"
+
+
+def stack_label(r: RowResult) -> str:
+    """``a100 fp32/tf32 pytorch``: the GPU, the numerics (TF32 where the row says so) and the
+    framework of a row."""
+    run = r.run
+    tf32 = "/tf32" if "tf32" in run.variant else ""
+    return f"{run.gpu} {run.precision or '?'}{tf32} {run.framework or '?'}"
 
 
 def error_stats(results: Sequence[RowResult]) -> dict[str, Any]:
@@ -67,8 +77,9 @@ def grouped(rows: Sequence[RowResult], label: Callable[[RowResult], str]) -> dic
     return {name: error_stats(groups[name]) for name in sorted(groups)}
 
 
-def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
-    """The ``summary`` object of ``ddlsim validate --json``."""
+def summarise(results: Sequence[RowResult], *, absolute: bool = False) -> dict[str, Any]:
+    """The ``summary`` object of ``ddlsim validate --json`` (``absolute``: with the grouping
+    by GPU, precision and framework, :data:`STACK_GROUP`)."""
     predicted = [r for r in results if r.status == PREDICTED]
     headline = [r for r in predicted if r.assumption is None]
     assumed = [r for r in predicted if r.assumption is not None]
@@ -83,6 +94,9 @@ def summarise(results: Sequence[RowResult]) -> dict[str, Any]:
     }
     for key, label in GROUPS.items():
         summary[key] = grouped(headline, label)
+    if absolute:
+        summary["absolute"] = True
+        summary[STACK_GROUP] = grouped(headline, stack_label)
     summary["catalog_assumption"] = {
         "overall": error_stats(assumed),
         "by_network": grouped(assumed, GROUPS["by_network"]),

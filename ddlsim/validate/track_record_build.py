@@ -13,8 +13,36 @@ from ddlsim.validate.core import PREDICTED
 from ddlsim.validate.stats import error_stats
 
 
-def summarise(default_rows: Sequence[Any], assumed_rows: Sequence[Any]) -> dict[str, Any]:
-    """The file's content from the two passes' :class:`~ddlsim.validate.core.RowResult` lists."""
+def _entry(rows: Sequence[Any]) -> dict[str, Any]:
+    stats = error_stats(rows)
+    return {
+        "n": stats["n"],
+        "mape": round(stats["mape"], 4),
+        "median_ape": round(stats["median_ape"], 4),
+        "bias": round(stats["mean_rel_error"], 4),
+        "worst_run_id": stats["worst_run_id"],
+        "worst_rel_error": round(stats["worst_rel_error"], 4),
+    }
+
+
+def summarise_absolute(rows: Sequence[Any]) -> dict[str, Any]:
+    """The 1-GPU rows of a ``validate --absolute`` pass by ``"<gpu> | <precision>"``."""
+    groups: dict[str, list[Any]] = {}
+    for r in rows:
+        if r.status != PREDICTED or r.rel_error is None or r.run.gpus != 1:
+            continue
+        groups.setdefault(f"{r.run.gpu} | {r.run.precision}", []).append(r)
+    return {key: _entry(groups[key]) for key in sorted(groups)}
+
+
+def summarise(
+    default_rows: Sequence[Any],
+    assumed_rows: Sequence[Any],
+    absolute_rows: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """The file's content from the passes' :class:`~ddlsim.validate.core.RowResult` lists:
+    the default (anchored) pass, the large-N rows under their era's configuration, and an
+    ``--absolute`` pass whose 1-GPU rows give the compute's own error per GPU and precision."""
 
     def nodes(run: Any) -> int:  # as predicted: predict's default node size where not stated
         return build_cluster(run.gpu, run.gpus, run.gpus_per_node).n_nodes
@@ -29,15 +57,9 @@ def summarise(default_rows: Sequence[Any], assumed_rows: Sequence[Any]) -> dict[
     table = {}
     for key in sorted(groups):
         members = groups[key]
-        stats = error_stats([r for r, _ in members])
         table[key] = {
-            "n": stats["n"],
+            **_entry([r for r, _ in members]),
             "n_assumed": sum(assumed for _, assumed in members),
-            "mape": round(stats["mape"], 4),
-            "median_ape": round(stats["median_ape"], 4),
-            "bias": round(stats["mean_rel_error"], 4),
-            "worst_run_id": stats["worst_run_id"],
-            "worst_rel_error": round(stats["worst_rel_error"], 4),
         }
     return {
         "what": "relative error of ddlsim's prediction (images/s, or the scaling efficiency "
@@ -47,4 +69,8 @@ def summarise(default_rows: Sequence[Any], assumed_rows: Sequence[Any]) -> dict[
         "assumed_pass": ASSUMED_PASS,
         "regimes": [label for label, _, _ in REGIMES],
         "by_comm_regime": table,
+        "absolute_what": "1-GPU rows predicted from the shipped compute calibration with no "
+        "per-row anchor (ddlsim validate --absolute), by GPU and precision; calibrations "
+        "anchored to a measured run of the same configuration reproduce it by construction",
+        "absolute_by_gpu_precision": summarise_absolute(absolute_rows),
     }
