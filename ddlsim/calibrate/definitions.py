@@ -22,11 +22,13 @@ from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.zoo import (
     MODEL_NAMES,
     alexnet,
+    efficientnet,
     googlenet,
     inception3,
     inception4,
     mobilenet,
     resnet,
+    resnext,
     vgg,
 )
 from ddlsim.workload.zoo.builder import NetBuilder
@@ -45,6 +47,13 @@ DEFINITIONS: dict[str, tuple[ModuleType, str]] = {
     "resnet152": (resnet, "resnet152"),
     "vgg16": (vgg, "build"),
     "mobilenet": (mobilenet, "build"),
+    "resnext101-32x4d": (resnext, "resnext101_32x4d"),
+    "se-resnext101-32x4d": (resnext, "se_resnext101_32x4d"),
+    "efficientnet-b0": (efficientnet, "efficientnet_b0"),
+    "efficientnet-b4": (efficientnet, "efficientnet_b4"),
+    "efficientnet-widese-b0": (efficientnet, "efficientnet_widese_b0"),
+    "efficientnet-widese-b4": (efficientnet, "efficientnet_widese_b4"),
+    "efficientnetv2-s": (efficientnet, "efficientnetv2_s"),
 }
 _SWAP_LOCK = threading.Lock()
 
