@@ -173,14 +173,15 @@ def test_swish_costs_more_than_relu_per_element() -> None:
 # -- the per-layer model ----------------------------------------------------------------------
 @pytest.mark.parametrize("precision", ["fp32", "amp"])
 def test_grouped_convolution_is_timed_on_the_roofline(precision: str) -> None:
-    """Not by the dense-convolution kernel model: max(compute, memory) on the CUDA cores (the
-    fp32 peak also under amp) at the matmul efficiency, plus the batch-norm / ReLU passes."""
+    """Not by the dense-convolution kernel model: max(compute, memory) on the CUDA cores at the
+    fp32 peak and matmul efficiency also under amp (where only the bytes halve), plus the
+    batch-norm / ReLU passes."""
     v100, p, batch = catalog.device("v100"), DEFAULT_PARAMS, 64
     model = get_model("resnext101-32x4d")
     for layer in [la for la in model.layers if la.kind is LayerKind.GROUPED_CONV][::10]:
         act = 4 if precision == "fp32" else 2
-        eff = p.matmul_efficiency_fp32 if precision == "fp32" else p.matmul_efficiency_fp16
-        rate, bw = v100.peak_fp32_flops * eff, v100.mem_bandwidth_Bps * p.memory_efficiency
+        rate = v100.peak_fp32_flops * p.matmul_efficiency_fp32
+        bw = v100.mem_bandwidth_Bps * p.memory_efficiency
         mm, weights = matmul_flops(layer), 4 * layer.n_params
         io_fwd = batch * (layer.input_elems + layer.output_elems) * act + weights
         io_bwd = batch * (layer.output_elems + 2 * layer.input_elems) * act + 2 * weights
@@ -206,3 +207,18 @@ def test_squeeze_excitation_is_memory_bound_with_six_kernels() -> None:
         launch = 6 * p.kernel_overhead_s
         assert fwd == pytest.approx((3 * batch * hwc * act + weights) / bw + launch)
         assert bwd == pytest.approx((5 * batch * hwc * act + 2 * weights) / bw + 2 * launch)
+
+
+def test_a_grouped_convolution_is_never_slower_in_amp_than_in_fp32() -> None:
+    """Half the bytes at the same arithmetic rate: amp can only help (on every catalog GPU with
+    a fast fp16 path)."""
+    layers = [
+        la for la in get_model("resnext101-32x4d").layers if la.kind is LayerKind.GROUPED_CONV
+    ]
+    for gpu in ("p100", "v100", "a100", "h100"):
+        device = catalog.device(gpu)
+        for layer in layers:
+            for batch in (1, 32, 256):
+                amp = layer_time_s(layer, device, batch, "amp")
+                fp32 = layer_time_s(layer, device, batch, "fp32")
+                assert amp[0] <= fp32[0] and amp[1] <= fp32[1]

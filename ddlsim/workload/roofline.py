@@ -185,7 +185,11 @@ def layer_time_s(
                 fwd_mm_s + epilogue_fwd + epilogue_kernels_s,
                 bwd_mm_s + epilogue_bwd + 2 * epilogue_kernels_s,
             )
-        eff = params.matmul_efficiency_fp16 if precision == "amp" else params.matmul_efficiency_fp32
+        # grouped convolutions (ResNeXt: 4-32 channels per group) are given the CUDA cores'
+        # fp32 rate and efficiency in both precisions: no tensor-core speed-up is claimed for
+        # them (no measured grouped kernels to fit one); fp16 halves their bytes only
+        tensor_rate = precision == "amp" and layer.kind is not LayerKind.GROUPED_CONV
+        eff = params.matmul_efficiency_fp16 if tensor_rate else params.matmul_efficiency_fp32
         rate = peak_flops(device, precision, layer.kind) * eff
         rate *= algorithm_speedup(layer, precision, params)
         bwd_mm = max(layer.bwd_flops - (layer.fwd_flops - mm), 0.0)
