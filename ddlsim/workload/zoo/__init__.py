@@ -69,14 +69,24 @@ def _build(name: str) -> ModelSpec:
     return _BUILDERS[name]()
 
 
+def definition(name: str) -> Callable[[], ModelSpec]:
+    """The function that defines model ``name`` by driving the ``NetBuilder`` of its module
+    (what :mod:`ddlsim.calibrate.definitions` re-runs with a framework's builder).
+
+    Raises :class:`~ddlsim.errors.UnknownNameError` for a name not in :data:`MODEL_NAMES`.
+    """
+    if name not in _BUILDERS:
+        raise UnknownNameError("model", name, MODEL_NAMES)
+    return _BUILDERS[name]
+
+
 def get_model(name: str) -> ModelSpec:
     """The :class:`ModelSpec` of ``name`` (one of :data:`MODEL_NAMES`), built once and cached.
 
     Raises :class:`~ddlsim.errors.UnknownNameError` for any other name.
     """
-    if name not in _BUILDERS:
-        raise UnknownNameError("model", name, MODEL_NAMES)
+    definition(name)
     return _build(name)
 
 
-__all__ = ["MODEL_NAMES", "get_model"]
+__all__ = ["MODEL_NAMES", "definition", "get_model"]
