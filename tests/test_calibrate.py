@@ -227,3 +227,52 @@ def test_resnet50_cpu_pass(tmp_path, capsys):
     assert all(la.fwd_time_s > 0 and la.bwd_time_s > 0 for la in prof.layers)
     assert 0.85 <= ratio <= 1.15
     assert sum(la.grad_bytes for la in prof.layers) == get_model("resnet50").grad_bytes()
+
+
+def test_keras_grouped_conv_and_squeeze_excitation_compute_the_zoo_layers():
+    """A grouped convolution equals its groups convolved apart and concatenated; swish is
+    ``y·sigmoid(y)``; squeeze-excitation scales each channel by the gate of its mean."""
+    import numpy as np
+
+    from ddlsim.calibrate import keras_layers as kl
+
+    x = tf.random.stateless_normal((2, 6, 6, 8), seed=(1, 2))
+    conv = kl.ZooConv(
+        8, (3, 3), 1, "SAME", biases=False, bn_name=None, bn_scale=False, activation="swish",
+        groups=4, name="g",
+    )  # fmt: skip
+    conv.build((None, 6, 6, 8))
+    kernel = conv.conv.kernel
+    assert tuple(kernel.shape) == (3, 3, 2, 8)
+    parts = [
+        tf.nn.conv2d(x[..., 2 * g : 2 * g + 2], kernel[..., 2 * g : 2 * g + 2], 1, "SAME")
+        for g in range(4)
+    ]
+    ref = tf.concat(parts, axis=-1)
+    np.testing.assert_allclose(conv(x), ref * tf.sigmoid(ref), rtol=1e-5, atol=1e-5)
+    se = kl.ZooSqueezeExcite(8, 2, "relu", name="se")
+    se.build((None, 6, 6, 8))
+    w1, b1 = se.squeeze.weights_, se.squeeze.biases
+    w2, b2 = se.excite.weights_, se.excite.biases
+    gate = tf.sigmoid(tf.nn.relu(tf.reduce_mean(x, axis=(1, 2)) @ w1 + b1) @ w2 + b2)
+    np.testing.assert_allclose(se(x), x * gate[:, None, None, :], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["se-resnext101-32x4d", "efficientnet-b0"])
+def test_grouped_se_and_swish_models_cpu_pass(name, tmp_path, capsys):
+    """A real pass of a model with grouped convolutions and squeeze-excitation (SE-ResNeXt,
+    ~40 s on 2 cores) and one with depthwise convolutions, SE and swish (EfficientNet-B0)."""
+    argv = ["calibrate", "--device", "cpu", "--model", name, "--batch", "2"]
+    assert main([*argv, "--output", str(tmp_path)]) == 0
+    prof = profile_io.load(tmp_path / f"cpu/{name}/b2-fp32.json")
+    ratio = prof.sum_layers_s / prof.step_time_s
+    with capsys.disabled():
+        print(f"\n{name} b2 cpu: step {prof.step_time_s * 1e3:.1f} ms, sum/step {ratio:.3f}")
+    assert [la.name for la in prof.layers] == [la.name for la in get_model(name).layers]
+    assert all(la.fwd_time_s > 0 and la.bwd_time_s >= 0 for la in prof.layers)
+    # a residual sum without activation passes its gradient through: no backward op in TF
+    assert all(la.bwd_time_s > 0 for la in prof.layers if la.grad_bytes)
+    assert 0.85 <= ratio <= 1.15
+    assert 0.85 <= prof.provenance["accounted_over_step"] <= 1.15
+    assert sum(la.grad_bytes for la in prof.layers) == get_model(name).grad_bytes()

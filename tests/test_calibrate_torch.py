@@ -219,3 +219,50 @@ def test_predict_never_imports_torch():
         "assert 'torch' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+
+
+@needs_torch
+def test_torch_grouped_conv_and_squeeze_excitation_compute_the_zoo_layers():
+    """The modules of a grouped convolution + swish and of squeeze-excitation, against the
+    same arithmetic written out with PyTorch's functions."""
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    from ddlsim.calibrate import torch_layers as tl
+    from ddlsim.workload.zoo.builder import NetBuilder
+
+    b = NetBuilder((6, 6, 8))
+    b.conv(8, 1, 1)
+    b.conv(8, 3, 3, groups=4, bias=False, batch_norm=False, activation="swish")
+    b.squeeze_excitation(2, activation="relu")
+    _, grouped, se = b.build("t", 0, "", "").layers
+    conv = tl.ZooConv(grouped, "cpu", (6, 6), 1, "SAME", "swish")
+    assert conv.groups == 4 and tuple(conv.kernel.shape) == (8, 2, 3, 3)
+    x = torch.randn(2, 8, 6, 6, generator=torch.Generator().manual_seed(0))
+    parts = [
+        F.conv2d(x[:, 2 * g : 2 * g + 2], conv.kernel[2 * g : 2 * g + 2], padding=1)
+        for g in range(4)
+    ]
+    ref = torch.cat(parts, dim=1)
+    torch.testing.assert_close(conv(x), ref * torch.sigmoid(ref))
+    module = tl.ZooSqueezeExcite(se, "cpu", "relu")
+    w1, b1, w2, b2 = module.zoo_tensors.values()
+    gate = torch.sigmoid(F.relu(x.mean(dim=(2, 3)) @ w1 + b1) @ w2 + b2)
+    torch.testing.assert_close(module(x), x * gate[:, :, None, None])
+
+
+@needs_torch
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["efficientnet-b0", "se-resnext101-32x4d"])
+def test_grouped_se_and_swish_models_cpu_pass(name, tmp_path):
+    """A real pass of EfficientNet-B0 (depthwise, squeeze-excitation, swish; 5-30 s on 2 shared
+    cores) and of SE-ResNeXt (grouped convolutions; 15-80 s)."""
+    argv = ["calibrate", "--framework", "torch", "--device", "cpu", "--model", name]
+    argv += ["--batch", "2", "--steps", "2", "--warmup-steps", "1", "--output", str(tmp_path)]
+    assert main(argv) == 0
+    prof = profile_io.load(tmp_path / "cpu" / name / "b2-fp32.json")
+    spec = get_model(name)
+    assert [la.name for la in prof.layers] == [la.name for la in spec.layers]
+    assert all(la.fwd_time_s > 0 and la.bwd_time_s > 0 for la in prof.layers)
+    assert [la.grad_bytes for la in prof.layers] == [la.grad_bytes() for la in spec.layers]
+    assert 0.9 <= prof.provenance["accounted_over_step"] <= 1.1

@@ -34,6 +34,13 @@ EXPECTED_NAMES = (
     "resnet152",
     "vgg16",
     "mobilenet",
+    "resnext101-32x4d",
+    "se-resnext101-32x4d",
+    "efficientnet-b0",
+    "efficientnet-b4",
+    "efficientnet-widese-b0",
+    "efficientnet-widese-b4",
+    "efficientnetv2-s",
 )
 
 # (a) published figures, written out again here so a change in a model module cannot move both
@@ -51,6 +58,13 @@ PUBLISHED = {
     "resnet152": 60_192_808,
     "vgg16": 138_357_544,
     "mobilenet": 4_231_976,  # Keras MobileNet trainable
+    "resnext101-32x4d": 44_177_704,  # timm resnext101_32x4d
+    "se-resnext101-32x4d": 48_955_416,  # timm seresnext101_32x4d
+    "efficientnet-b0": 5_288_548,  # timm efficientnet_b0, Keras EfficientNetB0 trainable
+    "efficientnet-b4": 19_341_616,  # timm efficientnet_b4, Keras EfficientNetB4 trainable
+    "efficientnet-widese-b0": 5_288_548 + 3_135_300,  # no published count: + wider SE
+    "efficientnet-widese-b4": 19_341_616 + 15_585_630,
+    "efficientnetv2-s": 21_458_488,  # timm efficientnetv2_s, Keras EfficientNetV2S trainable
 }
 
 
@@ -178,6 +192,58 @@ def count_mobilenet() -> int:
     return total + fc_p(1024, 1000)
 
 
+def count_resnext(se: bool) -> int:
+    total, c = conv_p(7, 7, 3, 64, bn=2), 64
+    for (d, bottleneck), n in zip(RESNET_STAGES, RESNET_BLOCKS[101], strict=True):
+        w = 2 * bottleneck  # 32 groups of 4, 8, 16, 32 channels
+        for i in range(n):
+            total += conv_p(1, 1, c, w, bn=2) + conv_p(3, 3, w // 32, w, bn=2)
+            total += conv_p(1, 1, w, d, bn=2) + (conv_p(1, 1, c, d, bn=2) if i == 0 else 0)
+            total += (fc_p(d, d // 16) + fc_p(d // 16, d)) if se else 0
+            c = d
+    return total + fc_p(2048, 1000)
+
+
+EFFNET_B0 = ((1, 3, 16, 1), (6, 3, 24, 2), (6, 5, 40, 2), (6, 3, 80, 3), (6, 5, 112, 3),
+             (6, 5, 192, 4), (6, 3, 320, 1))  # (expand, kernel, channels, repeats)  # fmt: skip
+
+
+def count_efficientnet(width: float, depth: float, wide_se: bool = False) -> int:
+    def r(ch: int) -> int:  # round_filters of the reference
+        exact = ch * width
+        rounded = max(8, int(exact + 4) // 8 * 8)
+        return rounded + 8 if rounded < 0.9 * exact else rounded
+
+    c = r(32)
+    total = conv_p(3, 3, 3, c, bn=2)
+    for e, k, out, n in EFFNET_B0:
+        for _ in range(math.ceil(n * depth)):
+            h, sq = c * e, int((c * e if wide_se else c) * 0.25)
+            total += conv_p(1, 1, c, h, bn=2) if e != 1 else 0
+            total += conv_p(k, k, 1, h, bn=2) + fc_p(h, sq) + fc_p(sq, h)
+            total += conv_p(1, 1, h, r(out), bn=2)
+            c = r(out)
+    return total + conv_p(1, 1, c, r(1280), bn=2) + fc_p(r(1280), 1000)
+
+
+def count_efficientnetv2_s() -> int:
+    stages = ((True, 1, 24, 2), (True, 4, 48, 4), (True, 4, 64, 4), (False, 4, 128, 6),
+              (False, 6, 160, 9), (False, 6, 256, 15))  # all 3x3  # fmt: skip
+    total, c = conv_p(3, 3, 3, 24, bn=2), 24
+    for fused, e, out, n in stages:
+        for _ in range(n):
+            h, sq = c * e, c // 4
+            if fused and e == 1:
+                total += conv_p(3, 3, c, out, bn=2)
+            elif fused:
+                total += conv_p(3, 3, c, h, bn=2) + conv_p(1, 1, h, out, bn=2)
+            else:
+                total += conv_p(1, 1, c, h, bn=2) + conv_p(3, 3, 1, h, bn=2)
+                total += fc_p(h, sq) + fc_p(sq, h) + conv_p(1, 1, h, out, bn=2)
+            c = out
+    return total + conv_p(1, 1, c, 1280, bn=2) + fc_p(1280, 1000)
+
+
 INDEPENDENT = {
     "alexnet": count_alexnet,
     "googlenet": count_googlenet,
@@ -191,6 +257,13 @@ INDEPENDENT = {
     "resnet152": lambda: count_resnet(152, "v1"),
     "vgg16": count_vgg16,
     "mobilenet": count_mobilenet,
+    "resnext101-32x4d": lambda: count_resnext(se=False),
+    "se-resnext101-32x4d": lambda: count_resnext(se=True),
+    "efficientnet-b0": lambda: count_efficientnet(1.0, 1.0),
+    "efficientnet-b4": lambda: count_efficientnet(1.4, 1.8),
+    "efficientnet-widese-b0": lambda: count_efficientnet(1.0, 1.0, wide_se=True),
+    "efficientnet-widese-b4": lambda: count_efficientnet(1.4, 1.8, wide_se=True),
+    "efficientnetv2-s": count_efficientnetv2_s,
 }
 
 
@@ -199,9 +272,15 @@ def model(request: pytest.FixtureRequest) -> ModelSpec:
     return get_model(request.param)
 
 
+WEIGHTED = (LayerKind.CONV, LayerKind.GROUPED_CONV, LayerKind.DEPTHWISE_CONV, LayerKind.FC)
+
+
 def matmul_flops(layer: Layer) -> int:
-    """Forward multiply-add FLOPs of a weighted layer from its kernel shape and output size."""
-    if layer.kind not in (LayerKind.CONV, LayerKind.DEPTHWISE_CONV, LayerKind.FC):
+    """Forward multiply-add FLOPs of a weighted layer from its kernel shape and output size
+    (squeeze-excitation: its two matrices, applied once per image)."""
+    if layer.kind is LayerKind.SQUEEZE_EXCITE:
+        return 2 * (layer.tensors[0].n_params + layer.tensors[2].n_params)
+    if layer.kind not in WEIGHTED:
         return 0
     spatial = math.prod(layer.output_shape[:2]) if len(layer.output_shape) == 3 else 1
     return 2 * math.prod(layer.tensors[0].shape) * spatial
@@ -269,7 +348,7 @@ def test_head_and_kinds(model: ModelSpec) -> None:
     for la in model.layers:
         assert la.output_elems == math.prod(la.output_shape)
         assert bool(la.tensors) == (
-            la.kind in (LayerKind.CONV, LayerKind.DEPTHWISE_CONV, LayerKind.FC, LayerKind.BATCHNORM)
+            la.kind in (*WEIGHTED, LayerKind.BATCHNORM, LayerKind.SQUEEZE_EXCITE)
         )
 
 
@@ -295,6 +374,17 @@ STRUCTURE = {
     "resnet152": (155, 155 * 3 + 2, 209, (7, 7, 2048)),
     "vgg16": (13, 16 * 2, 24, (7, 7, 512)),
     "mobilenet": (14, 27 * 3 + 2, 31, (7, 7, 1024)),
+    # + 33 grouped convs; (stem, 33 blocks x (1x1, 1x1), 4 projections) x 3 tensors + fc
+    "resnext101-32x4d": (71, 104 * 3 + 2, 2 + 33 * 4 + 4 + 3, (7, 7, 2048)),
+    "se-resnext101-32x4d": (71, 104 * 3 + 2 + 33 * 4, 2 + 33 * 5 + 4 + 3, (7, 7, 2048)),
+    # stem, 15 expansions, 16 projections, head; 16 depthwise, 16 SE; 9 residual adds
+    "efficientnet-b0": (33, 49 * 3 + 16 * 4 + 2, 33 + 32 + 9 + 4, (7, 7, 1280)),
+    "efficientnet-widese-b0": (33, 49 * 3 + 16 * 4 + 2, 33 + 32 + 9 + 4, (7, 7, 1280)),
+    # 32 blocks (the first two without expansion), 25 residual adds, 380 -> 12
+    "efficientnet-b4": (64, 96 * 3 + 32 * 4 + 2, 64 + 64 + 25 + 4, (12, 12, 1792)),
+    "efficientnet-widese-b4": (64, 96 * 3 + 32 * 4 + 2, 64 + 64 + 25 + 4, (12, 12, 1792)),
+    # stem, 2 + 2x8 fused convs, 30 MBConv x 2 convs, head; 35 adds; 384 -> 12
+    "efficientnetv2-s": (80, 110 * 3 + 30 * 4 + 2, 80 + 60 + 35 + 4, (12, 12, 1280)),
 }
 
 
@@ -347,6 +437,14 @@ GFLOP_RANGES = {
     "resnet152": (22.6, 22.9, 22.5, 22.6),  # paper: 11.3 G
     "vgg16": (30.9, 31.0, 30.9, 31.0),  # 15.47 GMAC
     "mobilenet": (1.14, 1.19, 1.13, 1.15),  # paper: 569 M multiply-adds
+    # exact multiply-add counts against the references in test_zoo_modern.py
+    "resnext101-32x4d": (16.0, 16.2, 15.93, 15.95),  # SENet Table 2: 7.99 G multiply-adds
+    "se-resnext101-32x4d": (16.0, 16.2, 15.94, 15.96),  # SENet Table 2: 8.00 G
+    "efficientnet-b0": (0.80, 0.88, 0.77, 0.78),  # paper: 0.39 G multiply-adds
+    "efficientnet-b4": (9.2, 9.4, 8.78, 8.80),  # paper: 4.2 G (timm's count at 380: 4.39 G)
+    "efficientnet-widese-b0": (0.80, 0.88, 0.77, 0.78),
+    "efficientnet-widese-b4": (9.2, 9.4, 8.81, 8.83),
+    "efficientnetv2-s": (16.9, 17.3, 16.72, 16.74),  # paper: 8.8 G at 384 (timm: 8.37 G)
 }
 
 

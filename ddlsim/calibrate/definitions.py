@@ -11,41 +11,16 @@ framework model has exactly the zoo's layers, branches and variables.
 from __future__ import annotations
 
 import inspect
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
-from ddlsim.errors import UnknownNameError
 from ddlsim.workload.layers import ModelSpec
-from ddlsim.workload.zoo import (
-    MODEL_NAMES,
-    alexnet,
-    googlenet,
-    inception3,
-    inception4,
-    mobilenet,
-    resnet,
-    vgg,
-)
+from ddlsim.workload.zoo import definition
 from ddlsim.workload.zoo.builder import NetBuilder
 
-# zoo model name -> (module whose NetBuilder is swapped, definition function in it)
-DEFINITIONS: dict[str, tuple[ModuleType, str]] = {
-    "alexnet": (alexnet, "build"),
-    "googlenet": (googlenet, "build"),
-    "inception3": (inception3, "build"),
-    "inception4": (inception4, "build"),
-    "resnet50": (resnet, "resnet50"),
-    "resnet50_v1.5": (resnet, "resnet50_v1_5"),
-    "resnet50_v2": (resnet, "resnet50_v2"),
-    "resnet101": (resnet, "resnet101"),
-    "resnet101_v2": (resnet, "resnet101_v2"),
-    "resnet152": (resnet, "resnet152"),
-    "vgg16": (vgg, "build"),
-    "mobilenet": (mobilenet, "build"),
-}
 _SWAP_LOCK = threading.Lock()
 
 
@@ -72,9 +47,8 @@ def run_definition(
 ) -> tuple[ModelSpec, NetBuilder]:
     """Run the zoo definition of ``name`` with ``builder`` (a NetBuilder subclass; ``options``
     go to its constructor); return the spec it records and the builder."""
-    if name not in DEFINITIONS:
-        raise UnknownNameError("model", name, MODEL_NAMES)
-    module, func = DEFINITIONS[name]
+    build = definition(name)  # the module whose NetBuilder is swapped, and the function in it
+    module, func = sys.modules[build.__module__], build.__name__
     made: list[NetBuilder] = []
 
     def factory(*args: Any, **kwargs: Any) -> NetBuilder:

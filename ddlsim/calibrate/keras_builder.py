@@ -103,7 +103,8 @@ class KerasNetBuilder(NetBuilder):
                 (a["k_h"], a["k_w"]),
                 a["stride"],
                 a["padding"],
-                relu=a["activation"] == "relu",
+                activation=a["activation"],
+                groups=a["groups"],
                 initializer=self.initializer,
                 name=leaf,
                 dtype=self.dtype,
@@ -124,7 +125,7 @@ class KerasNetBuilder(NetBuilder):
                 a["stride"],
                 a["padding"],
                 a["multiplier"],
-                relu=a["activation"] == "relu",
+                activation=a["activation"],
                 initializer=self.initializer,
                 name=leaf,
                 dtype=self.dtype,
@@ -138,10 +139,9 @@ class KerasNetBuilder(NetBuilder):
         """See :meth:`NetBuilder.fc`."""
         a, x = _bound(NetBuilder.fc, args, kwargs), self.top
         out = super().fc(*args, **kwargs)
-        relu = a["activation"] == "relu"
         return self._emit(
             lambda leaf: kl.ZooDense(
-                a["out_units"], relu, self.initializer, name=leaf, dtype=self.dtype
+                a["out_units"], a["activation"], self.initializer, name=leaf, dtype=self.dtype
             ),
             [x],
             out,
@@ -151,9 +151,27 @@ class KerasNetBuilder(NetBuilder):
         """See :meth:`NetBuilder.batch_norm`."""
         a, x = _bound(NetBuilder.batch_norm, args, kwargs), self.top
         out = super().batch_norm(*args, **kwargs)
-        relu = a["activation"] == "relu"
         return self._emit(
-            lambda leaf: kl.ZooBatchNorm(bool(a["scale"]), relu, name=leaf, dtype=self.dtype),
+            lambda leaf: kl.ZooBatchNorm(
+                bool(a["scale"]), a["activation"], name=leaf, dtype=self.dtype
+            ),
+            [x],
+            out,
+        )
+
+    def squeeze_excitation(self, *args: Any, **kwargs: Any) -> Activation:
+        """See :meth:`NetBuilder.squeeze_excitation`."""
+        a, x = _bound(NetBuilder.squeeze_excitation, args, kwargs), self.top
+        out = super().squeeze_excitation(*args, **kwargs)
+        return self._emit(
+            lambda leaf: kl.ZooSqueezeExcite(
+                x.shape[-1],
+                a["squeeze_ch"],
+                a["activation"],
+                self.initializer,
+                name=leaf,
+                dtype=self.dtype,
+            ),
             [x],
             out,
         )

@@ -3,9 +3,11 @@
 Each class is what one :class:`~ddlsim.workload.zoo.builder.NetBuilder` call becomes in
 PyTorch. A module's parameters are the zoo layer's tensors in the zoo's order (``zoo_tensors``:
 zoo name -> parameter), in PyTorch's layouts: a convolution kernel ``(kh, kw, c_in, c_out)`` is
-an ``(c_out, c_in, kh, kw)`` weight, a depthwise kernel ``(kh, kw, c_in, m)`` a
-``(c_in.m, 1, kh, kw)`` one, fully connected ``weights`` ``(n_in, n_out)`` an ``(n_out, n_in)``
-matrix (:func:`torch_shape`); the element counts, hence the gradient bytes, are the zoo's.
+an ``(c_out, c_in, kh, kw)`` weight (grouped: ``(c_out, c_in/groups, kh, kw)``), a depthwise
+kernel ``(kh, kw, c_in, m)`` a ``(c_in.m, 1, kh, kw)`` one, fully connected ``weights``
+``(n_in, n_out)`` an ``(n_out, n_in)`` matrix (:func:`torch_shape`); the squeeze-excitation
+matrices keep the zoo's ``(n_in, n_out)`` (multiplied as ``x @ W``); the element counts, hence
+the gradient bytes, are the zoo's. Activations: ReLU, swish (``F.silu``) or none.
 Activations are NCHW (cuDNN's native layout); TensorFlow's SAME padding is reproduced exactly,
 with an explicit pad where TensorFlow pads one more row or column at the bottom / right.
 
@@ -35,7 +37,7 @@ def torch_shape(tensor: GradTensor, kind: LayerKind, is_kernel: bool) -> tuple[i
     shape = tensor.shape
     if not is_kernel:
         return shape
-    if kind is LayerKind.CONV:
+    if kind in (LayerKind.CONV, LayerKind.GROUPED_CONV):
         kh, kw, cin, cout = shape
         return (cout, cin, kh, kw)
     if kind is LayerKind.DEPTHWISE_CONV:
@@ -47,12 +49,23 @@ def torch_shape(tensor: GradTensor, kind: LayerKind, is_kernel: bool) -> tuple[i
     return shape
 
 
+def activate(y: torch.Tensor, activation: str | None) -> torch.Tensor:
+    """``y`` through the zoo activation ``activation`` (``relu``, ``swish``, ``sigmoid``, None)."""
+    if activation is None:
+        return y
+    functions = {"relu": F.relu, "swish": F.silu, "sigmoid": torch.sigmoid}
+    return functions[activation](y)
+
+
 def same_padding(size: int, kernel: int, stride: int, padding: str) -> tuple[int, int]:
     """(before, after) padding of one axis as TensorFlow applies it (SAME: the extra one after)."""
     if padding == "VALID":
         return 0, 0
     total = max((conv_out_size(size, kernel, stride, "SAME") - 1) * stride + kernel - size, 0)
     return total // 2, total - total // 2
+
+
+_KERNEL_FIRST = (LayerKind.CONV, LayerKind.GROUPED_CONV, LayerKind.DEPTHWISE_CONV, LayerKind.FC)
 
 
 class ZooModule(nn.Module):
@@ -67,11 +80,7 @@ class ZooModule(nn.Module):
             param = nn.Parameter(torch.empty(shape, device=device))
             leaf = tensor.name.rsplit("/", 1)[-1]
             if param.device.type != "meta":
-                if i == 0 and layer.kind in (
-                    LayerKind.CONV,
-                    LayerKind.DEPTHWISE_CONV,
-                    LayerKind.FC,
-                ):
+                if (i == 0 and layer.kind in _KERNEL_FIRST) or leaf == "weights":
                     nn.init.xavier_uniform_(param)
                 elif leaf == "gamma":
                     nn.init.ones_(param)
@@ -96,12 +105,12 @@ class ZooModule(nn.Module):
 
 
 class _Epilogue(ZooModule):
-    """Batch norm (``beta``, optional ``gamma``; it applies the ReLU itself), or ``biases``,
-    then an optional ReLU."""
+    """Batch norm (``beta``, optional ``gamma``), or ``biases``, then an optional activation
+    (``relu``, ``swish``)."""
 
-    def __init__(self, layer: Layer, device: Any, relu: bool) -> None:
+    def __init__(self, layer: Layer, device: Any, activation: str | None) -> None:
         super().__init__(layer, device)
-        self.relu = relu
+        self.activation = activation
         self.has_bn = self._param("beta") is not None
         if self.has_bn:
             ch = self._param("beta").shape[0]
@@ -113,7 +122,7 @@ class _Epilogue(ZooModule):
         return self._param("biases")
 
     def epilogue(self, y: torch.Tensor) -> torch.Tensor:
-        """Batch norm (training statistics while training) or nothing, then the ReLU."""
+        """Batch norm (training statistics while training) or nothing, then the activation."""
         if self.has_bn:
             y = F.batch_norm(
                 y,
@@ -125,20 +134,20 @@ class _Epilogue(ZooModule):
                 momentum=BN_MOMENTUM,
                 eps=BN_EPSILON,
             )
-        return F.relu(y) if self.relu else y
+        return activate(y, self.activation)
 
 
 class ZooConv(_Epilogue):
-    """Convolution (or depthwise convolution) + (``biases`` | batch norm) + ReLU."""
+    """Convolution (dense, grouped or depthwise) + (``biases`` | batch norm) + activation."""
 
     def __init__(
         self, layer: Layer, device: Any, in_hw: tuple[int, int], stride: int, padding: str,
-        relu: bool,
+        activation: str | None,
     ) -> None:  # fmt: skip
-        super().__init__(layer, device, relu)
+        super().__init__(layer, device, activation)
         kernel = self.kernel
         self.stride = stride
-        self.groups = kernel.shape[0] if layer.kind is LayerKind.DEPTHWISE_CONV else 1
+        self.groups = layer.input_shape[-1] // kernel.shape[1]  # 1 dense, c_in depthwise
         kh, kw = kernel.shape[2:]
         (top, bottom), (left, right) = (
             same_padding(in_hw[0], kh, stride, padding),
@@ -160,8 +169,24 @@ class ZooDense(_Epilogue):
     """Fully connected ``affineN``: ``weights`` and ``biases``; flattens its input."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """``relu(x W + b)``."""
+        """``activation(x W + b)``."""
         return self.epilogue(F.linear(x.flatten(1), self.kernel, self.biases()))
+
+
+class ZooSqueezeExcite(ZooModule):
+    """Squeeze-excitation: spatial mean, ``x @ W_squeeze + b`` and the activation,
+    ``@ W_excite + b`` and a sigmoid, the input scaled per channel."""
+
+    def __init__(self, layer: Layer, device: Any, activation: str) -> None:
+        super().__init__(layer, device)
+        self.activation = activation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """``x * gate(mean(x))``, broadcast over height and width."""
+        w1, b1, w2, b2 = self.zoo_tensors.values()
+        squeezed = activate(torch.addmm(b1, x.mean(dim=(2, 3)), w1), self.activation)
+        gate = torch.sigmoid(torch.addmm(b2, squeezed, w2))
+        return x * gate[:, :, None, None]
 
 
 class ZooBatchNorm(_Epilogue):

@@ -85,30 +85,37 @@ class TorchNetBuilder(NetBuilder):
         """See :meth:`NetBuilder.conv`."""
         a, x, hw = bound_args(NetBuilder.conv, args, kwargs), self.top, self._hw()
         out = super().conv(*args, **kwargs)
-        relu = a["activation"] == "relu"
-        module = tl.ZooConv(self._layers[-1], self.device, hw, a["stride"], a["padding"], relu)
+        act = a["activation"]
+        module = tl.ZooConv(self._layers[-1], self.device, hw, a["stride"], a["padding"], act)
         return self._emit(module, [x], out)
 
     def depthwise_conv(self, *args: Any, **kwargs: Any) -> Activation:
         """See :meth:`NetBuilder.depthwise_conv`."""
         a, x, hw = bound_args(NetBuilder.depthwise_conv, args, kwargs), self.top, self._hw()
         out = super().depthwise_conv(*args, **kwargs)
-        relu = a["activation"] == "relu"
-        module = tl.ZooConv(self._layers[-1], self.device, hw, a["stride"], a["padding"], relu)
+        act = a["activation"]
+        module = tl.ZooConv(self._layers[-1], self.device, hw, a["stride"], a["padding"], act)
         return self._emit(module, [x], out)
 
     def fc(self, *args: Any, **kwargs: Any) -> Activation:
         """See :meth:`NetBuilder.fc`."""
         a, x = bound_args(NetBuilder.fc, args, kwargs), self.top
         out = super().fc(*args, **kwargs)
-        module = tl.ZooDense(self._layers[-1], self.device, a["activation"] == "relu")
+        module = tl.ZooDense(self._layers[-1], self.device, a["activation"])
         return self._emit(module, [x], out)
 
     def batch_norm(self, *args: Any, **kwargs: Any) -> Activation:
         """See :meth:`NetBuilder.batch_norm`."""
         a, x = bound_args(NetBuilder.batch_norm, args, kwargs), self.top
         out = super().batch_norm(*args, **kwargs)
-        module = tl.ZooBatchNorm(self._layers[-1], self.device, a["activation"] == "relu")
+        module = tl.ZooBatchNorm(self._layers[-1], self.device, a["activation"])
+        return self._emit(module, [x], out)
+
+    def squeeze_excitation(self, *args: Any, **kwargs: Any) -> Activation:
+        """See :meth:`NetBuilder.squeeze_excitation`."""
+        a, x = bound_args(NetBuilder.squeeze_excitation, args, kwargs), self.top
+        out = super().squeeze_excitation(*args, **kwargs)
+        module = tl.ZooSqueezeExcite(self._layers[-1], self.device, a["activation"])
         return self._emit(module, [x], out)
 
     # -- parameter-free layers ----------------------------------------------------------------

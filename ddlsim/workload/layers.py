@@ -20,6 +20,8 @@ class LayerKind(enum.Enum):
 
     CONV = "conv"  # convolution, with its bias or batch norm and activation (one builder call)
     DEPTHWISE_CONV = "depthwise_conv"
+    GROUPED_CONV = "grouped_conv"  # convolution in groups (ResNeXt): kernel [kh, kw, c_in/g, c_out]
+    SQUEEZE_EXCITE = "squeeze_excite"  # pool, two small affine layers, sigmoid, channel scaling
     FC = "fc"  # fully connected (dense) layer, with bias and activation
     BATCHNORM = "batchnorm"  # a stand-alone batch norm (pre-activation ResNets)
     POOL = "pool"  # max / average pooling

@@ -4,8 +4,9 @@ On a GPU, a convolution's or fully connected layer's matrix products are timed b
 model fitted to measured cuDNN convolutions (:mod:`ddlsim.workload.kernels`: tiles in waves over
 the SMs, split-K, Winograd, col2im; forward, data-gradient -- skipped for a layer fed by the
 image -- and weight-gradient passes), plus memory-bound passes of their bias / batch norm /
-ReLU kernels. Every other layer (pooling, LRN, residual adds, depthwise convolutions, loss) and
-every layer of a device without an SM count (a CPU worker) is costed as
+ReLU kernels. Every other layer (pooling, LRN, residual adds, depthwise and grouped
+convolutions, squeeze-excitation, loss) and every layer of a device without an SM count (a CPU
+worker) is costed as
 ``max(FLOP / (peak · compute_efficiency), bytes / (memory_bandwidth · memory_efficiency))``
 plus a fixed per-kernel launch overhead.
 
@@ -32,7 +33,7 @@ _MATMUL_KINDS = (LayerKind.CONV, LayerKind.FC)
 class RooflineParams:
     """Achieved fractions of peak, and the per-kernel fixed cost (seconds). The ``matmul_*``,
     Winograd and FFT figures apply only where the kernel model does not (devices without an SM
-    count, depthwise convolutions)."""
+    count, depthwise and grouped convolutions)."""
 
     matmul_efficiency_fp32: float = 0.55
     matmul_efficiency_fp16: float = 0.33
@@ -48,8 +49,12 @@ DEFAULT_PARAMS = RooflineParams()
 
 
 def _kernels(layer: Layer) -> int:
-    """Kernels one forward pass of the layer launches (conv + bias/bn + activation, ...)."""
-    return 3 if layer.kind in (LayerKind.CONV, LayerKind.DEPTHWISE_CONV, LayerKind.FC) else 1
+    """Kernels one forward pass of the layer launches (conv + bias/bn + activation, ...;
+    squeeze-excitation: pool, matmul, bias + activation, matmul, bias + sigmoid, scaling)."""
+    if layer.kind is LayerKind.SQUEEZE_EXCITE:
+        return 6
+    weighted = (LayerKind.CONV, LayerKind.GROUPED_CONV, LayerKind.DEPTHWISE_CONV, LayerKind.FC)
+    return 3 if layer.kind in weighted else 1
 
 
 def algorithm_speedup(
@@ -84,13 +89,17 @@ def peak_flops(device: DeviceSpec, precision: str, layer_kind: LayerKind) -> flo
 
 
 def matmul_flops(layer: Layer) -> float:
-    """Forward multiply-add FLOPs (x2) of the layer's convolution / matrix product, per sample."""
-    if layer.kind not in (*_MATMUL_KINDS, LayerKind.DEPTHWISE_CONV) or not layer.tensors:
+    """Forward multiply-add FLOPs (x2) of the layer's convolution / matrix product, per sample
+    (a grouped convolution's kernel holds ``c_in/groups`` input channels: 1/groups of the dense
+    convolution's FLOPs)."""
+    kinds = (*_MATMUL_KINDS, LayerKind.DEPTHWISE_CONV, LayerKind.GROUPED_CONV)
+    if layer.kind not in kinds or not layer.tensors:
         return 0.0
     kernel = layer.tensors[0].shape
     if layer.kind is LayerKind.FC:
         return 2.0 * kernel[0] * kernel[1]
-    spatial_out = layer.output_elems / kernel[-1] if layer.kind is LayerKind.CONV else 1
+    conv = layer.kind in (LayerKind.CONV, LayerKind.GROUPED_CONV)
+    spatial_out = layer.output_elems / kernel[-1] if conv else 1
     if layer.kind is LayerKind.DEPTHWISE_CONV:
         return 2.0 * kernel[0] * kernel[1] * layer.output_elems
     return 2.0 * kernel[0] * kernel[1] * kernel[2] * kernel[3] * spatial_out
@@ -176,7 +185,11 @@ def layer_time_s(
                 fwd_mm_s + epilogue_fwd + epilogue_kernels_s,
                 bwd_mm_s + epilogue_bwd + 2 * epilogue_kernels_s,
             )
-        eff = params.matmul_efficiency_fp16 if precision == "amp" else params.matmul_efficiency_fp32
+        # grouped convolutions (ResNeXt: 4-32 channels per group) are given the CUDA cores'
+        # fp32 rate and efficiency in both precisions: no tensor-core speed-up is claimed for
+        # them (no measured grouped kernels to fit one); fp16 halves their bytes only
+        tensor_rate = precision == "amp" and layer.kind is not LayerKind.GROUPED_CONV
+        eff = params.matmul_efficiency_fp16 if tensor_rate else params.matmul_efficiency_fp32
         rate = peak_flops(device, precision, layer.kind) * eff
         rate *= algorithm_speedup(layer, precision, params)
         bwd_mm = max(layer.bwd_flops - (layer.fwd_flops - mm), 0.0)

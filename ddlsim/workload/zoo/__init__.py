@@ -1,11 +1,14 @@
-"""The model zoo: per-layer descriptions of the 12 CNNs of tf_cnn_benchmarks, framework-free.
+"""The model zoo: per-layer descriptions of CNNs, framework-free.
 
-:func:`get_model` builds a :class:`~ddlsim.workload.layers.ModelSpec` on first use and caches it
-(building all twelve takes a few tens of milliseconds). Definitions follow tf_cnn_benchmarks'
-``models/*.py`` (tensorflow/benchmarks repo), transcribed from memory since TensorFlow is not a
-dependency; each module's docstring states its source and any uncertainty. Each model's
-``published_params`` is a figure from Keras applications / torchvision / the paper, adjusted
-with an itemised difference where the tf_cnn_benchmarks definition differs.
+The 12 CNNs of tf_cnn_benchmarks, and the models of NVIDIA DeepLearningExamples' ConvNets
+(ResNeXt-101 32x4d, SE-ResNeXt-101 32x4d, EfficientNet B0 / B4 and their wide-SE variants) plus
+EfficientNetV2-S. :func:`get_model` builds a :class:`~ddlsim.workload.layers.ModelSpec` on
+first use and caches it (a few tens of milliseconds for all). Definitions follow
+tf_cnn_benchmarks' ``models/*.py`` (tensorflow/benchmarks repo) and DeepLearningExamples'
+``image_classification/models/*.py``, transcribed from memory since TensorFlow and PyTorch are
+not dependencies; each module's docstring states its source and any uncertainty. Each model's
+``published_params`` is a figure from Keras applications / torchvision / timm / the paper,
+adjusted with an itemised difference where the definition differs.
 
 Conventions, the same for every model:
 
@@ -24,7 +27,17 @@ from collections.abc import Callable
 
 from ddlsim.errors import UnknownNameError
 from ddlsim.workload.layers import ModelSpec
-from ddlsim.workload.zoo import alexnet, googlenet, inception3, inception4, mobilenet, resnet, vgg
+from ddlsim.workload.zoo import (
+    alexnet,
+    efficientnet,
+    googlenet,
+    inception3,
+    inception4,
+    mobilenet,
+    resnet,
+    resnext,
+    vgg,
+)
 
 _BUILDERS: dict[str, Callable[[], ModelSpec]] = {
     "alexnet": alexnet.build,
@@ -39,6 +52,13 @@ _BUILDERS: dict[str, Callable[[], ModelSpec]] = {
     "resnet152": resnet.resnet152,
     "vgg16": vgg.build,
     "mobilenet": mobilenet.build,
+    "resnext101-32x4d": resnext.resnext101_32x4d,
+    "se-resnext101-32x4d": resnext.se_resnext101_32x4d,
+    "efficientnet-b0": efficientnet.efficientnet_b0,
+    "efficientnet-b4": efficientnet.efficientnet_b4,
+    "efficientnet-widese-b0": efficientnet.efficientnet_widese_b0,
+    "efficientnet-widese-b4": efficientnet.efficientnet_widese_b4,
+    "efficientnetv2-s": efficientnet.efficientnetv2_s,
 }
 
 MODEL_NAMES: tuple[str, ...] = tuple(_BUILDERS)
@@ -49,14 +69,24 @@ def _build(name: str) -> ModelSpec:
     return _BUILDERS[name]()
 
 
+def definition(name: str) -> Callable[[], ModelSpec]:
+    """The function that defines model ``name`` by driving the ``NetBuilder`` of its module
+    (what :mod:`ddlsim.calibrate.definitions` re-runs with a framework's builder).
+
+    Raises :class:`~ddlsim.errors.UnknownNameError` for a name not in :data:`MODEL_NAMES`.
+    """
+    if name not in _BUILDERS:
+        raise UnknownNameError("model", name, MODEL_NAMES)
+    return _BUILDERS[name]
+
+
 def get_model(name: str) -> ModelSpec:
     """The :class:`ModelSpec` of ``name`` (one of :data:`MODEL_NAMES`), built once and cached.
 
     Raises :class:`~ddlsim.errors.UnknownNameError` for any other name.
     """
-    if name not in _BUILDERS:
-        raise UnknownNameError("model", name, MODEL_NAMES)
+    definition(name)
     return _build(name)
 
 
-__all__ = ["MODEL_NAMES", "get_model"]
+__all__ = ["MODEL_NAMES", "definition", "get_model"]

@@ -9,9 +9,12 @@ one global counter per op kind), so tensor paths read like its variables:
 
 FLOP accounting (per sample; a multiply-add counts 2):
 
-* conv / fc: ``2·k_h·k_w·c_in·H_out·W_out·c_out`` (fc: ``2·n_in·n_out``); backward is twice that
-  (gradient wrt input and wrt weights), once only where no gradient flows into the layer's
-  input (the first layer, fed by the image);
+* conv / fc: ``2·k_h·k_w·c_in·H_out·W_out·c_out`` (fc: ``2·n_in·n_out``; a convolution in ``g``
+  groups: ``c_in/g`` in place of ``c_in``; depthwise: ``2·k_h·k_w·H_out·W_out·c_out``); backward
+  is twice that (gradient wrt input and wrt weights), once only where no gradient flows into
+  the layer's input (the first layer, fed by the image);
+* squeeze-excitation: its two affine layers as fc, plus the pooling, sigmoid and channel
+  scaling as element-wise costs (:meth:`NetBuilder.squeeze_excitation`);
 * epilogues and element-wise layers cost the ``*_FLOPS_PER_ELEM`` constants of
   :mod:`~ddlsim.workload.zoo.core` per output element, and the same again in the backward pass;
   pooling costs one FLOP per window element.
@@ -27,6 +30,7 @@ from collections.abc import Sequence
 
 from ddlsim.workload.layers import GradTensor, LayerKind
 from ddlsim.workload.zoo.core import (
+    ACTIVATION_FLOPS_PER_ELEM,
     ACTIVATIONS,
     ADD_FLOPS_PER_ELEM,
     BIAS_FLOPS_PER_ELEM,
@@ -35,6 +39,7 @@ from ddlsim.workload.zoo.core import (
     LRN_FLOPS_PER_WINDOW_ELEM,
     NUM_CLASSES,
     RELU_FLOPS_PER_ELEM,
+    SIGMOID_FLOPS_PER_ELEM,
     SOFTMAX_XENT_FLOPS_PER_CLASS,
     Activation,
     BuilderCore,
@@ -69,8 +74,7 @@ class NetBuilder(BuilderCore):
         elif bias:
             tensors.append(GradTensor(f"{path}/biases", (ch,)))
             flops += BIAS_FLOPS_PER_ELEM * elems
-        if act == "relu":
-            flops += RELU_FLOPS_PER_ELEM * elems
+        flops += ACTIVATION_FLOPS_PER_ELEM[act] * elems
         return tensors, flops
 
     def _weighted(
@@ -107,6 +111,7 @@ class NetBuilder(BuilderCore):
         stride: int = 1,
         padding: str = "SAME",
         *,
+        groups: int = 1,
         bias: bool | None = None,
         batch_norm: bool | None = None,
         bn_scale: bool | None = None,
@@ -118,9 +123,15 @@ class NetBuilder(BuilderCore):
         A bias is added when there is no batch norm unless ``bias=False`` (tf_cnn_benchmarks'
         ``bias=None``); with batch norm ``bias`` is ignored, as in tf_cnn_benchmarks.
         ``batch_norm`` / ``bn_scale`` default to the builder's settings; ``name`` overrides the
-        counter-generated scope name.
+        counter-generated scope name. ``groups > 1`` makes a GROUPED_CONV layer: input and
+        output channels split into ``groups`` independent convolutions (kernel
+        ``[k_h, k_w, c_in/groups, out_ch]``, TensorFlow's and Keras' layout).
         """
         h, w, c_in = self._spatial()
+        if groups < 1 or c_in % groups or out_ch % groups:
+            raise ValueError(
+                f"groups={groups} must divide {c_in} input and {out_ch} output channels"
+            )
         bn = self.use_batch_norm if batch_norm is None else batch_norm
         scale = self.bn_scale if bn_scale is None else bn_scale
         h_out, w_out = (
@@ -129,11 +140,12 @@ class NetBuilder(BuilderCore):
         )
         out_elems = h_out * w_out * out_ch
         path = self._path(name or self.next_name("conv"))
-        kernel = GradTensor(f"{path}/conv2d/kernel", (k_h, k_w, c_in, out_ch))
+        kernel = GradTensor(f"{path}/conv2d/kernel", (k_h, k_w, c_in // groups, out_ch))
         epi = self._epilogue(path, out_ch, out_elems, bias is not False, bn, scale, activation)
-        macs = k_h * k_w * c_in * out_elems
+        macs = k_h * k_w * (c_in // groups) * out_elems
         shape = (h_out, w_out, out_ch)
-        return self._weighted(LayerKind.CONV, path, kernel, macs, shape, epi, stride)
+        kind = LayerKind.CONV if groups == 1 else LayerKind.GROUPED_CONV
+        return self._weighted(kind, path, kernel, macs, shape, epi, stride)
 
     def depthwise_conv(
         self,
@@ -185,6 +197,42 @@ class NetBuilder(BuilderCore):
             tensors.append(GradTensor(f"{path}/gamma", (ch,)))
         return self._add(
             path, LayerKind.BATCHNORM, tensors, flops, flops, elems, self.top.shape, True
+        )
+
+    def squeeze_excitation(self, squeeze_ch: int, activation: str = "relu") -> Activation:
+        """Squeeze-and-excitation (Hu et al. 2018) as one SQUEEZE_EXCITE layer ``se{N}``.
+
+        Global average pool to ``(C,)``; affine ``squeeze`` ``C -> squeeze_ch`` with biases and
+        ``activation``; affine ``excite`` back to ``C`` with biases and a sigmoid; the input
+        scaled channel by channel. Tensors ``se{N}/squeeze/weights`` ``[C, squeeze_ch]``,
+        ``.../biases``, ``se{N}/excite/weights`` ``[squeeze_ch, C]``, ``.../biases``. The input
+        is read twice (by the pool and by the scaling), so ``input_elems`` is ``2·H·W·C``.
+        """
+        if activation not in ACTIVATIONS or activation is None:
+            raise ValueError(f"squeeze activation must be relu or swish, got {activation!r}")
+        h, w, c = self._spatial()
+        path = self._path(self.next_name("se"))
+        tensors = [
+            GradTensor(f"{path}/squeeze/weights", (c, squeeze_ch)),
+            GradTensor(f"{path}/squeeze/biases", (squeeze_ch,)),
+            GradTensor(f"{path}/excite/weights", (squeeze_ch, c)),
+            GradTensor(f"{path}/excite/biases", (c,)),
+        ]
+        matmul = 2 * 2 * c * squeeze_ch
+        elementwise = 2 * h * w * c  # the pool (one add per element) and the scaling
+        elementwise += BIAS_FLOPS_PER_ELEM * (squeeze_ch + c) + SIGMOID_FLOPS_PER_ELEM * c
+        elementwise += ACTIVATION_FLOPS_PER_ELEM[activation] * squeeze_ch
+        bwd_matmul = (2 if self.top.needs_grad else 1) * matmul
+        return self._add(
+            path,
+            LayerKind.SQUEEZE_EXCITE,
+            tensors,
+            matmul + elementwise,
+            bwd_matmul + elementwise,
+            2 * h * w * c,
+            (h, w, c),
+            needs_grad=True,
+            input_shape=self.top.shape,
         )
 
     # -- parameter-free layers ----------------------------------------------------------------

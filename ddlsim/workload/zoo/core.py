@@ -25,10 +25,13 @@ ADD_FLOPS_PER_ELEM = 1
 DROPOUT_FLOPS_PER_ELEM = 1
 LRN_FLOPS_PER_WINDOW_ELEM = 2  # square and accumulate; +3 per element for bias, pow, divide
 SOFTMAX_XENT_FLOPS_PER_CLASS = 5
+SIGMOID_FLOPS_PER_ELEM = 3  # exp, add, divide
+SWISH_FLOPS_PER_ELEM = 4  # x * sigmoid(x): the sigmoid and a multiply
 
 NUM_CLASSES = 1000  # tf_cnn_benchmarks uses 1001 (label 0 = background); see zoo/__init__.py
 PADDINGS = ("SAME", "VALID")
-ACTIVATIONS = ("relu", None)
+ACTIVATIONS = ("relu", "swish", None)  # swish = SiLU, x * sigmoid(x)
+ACTIVATION_FLOPS_PER_ELEM = {"relu": RELU_FLOPS_PER_ELEM, "swish": SWISH_FLOPS_PER_ELEM, None: 0}
 
 
 def conv_out_size(in_size: int, kernel: int, stride: int, padding: str) -> int:
