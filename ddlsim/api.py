@@ -32,6 +32,7 @@ from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
 from ddlsim.errors import ConfigError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION, horovod_release
+from ddlsim.netcal import calfile as netcal_file
 from ddlsim.strategy import Strategy
 from ddlsim.units import MiB
 from ddlsim.workload import calibration_use
@@ -156,6 +157,7 @@ def prepare(
     tf32: bool = True,
     calibration: str | None = None,
     single_gpu_throughput: float | None = None,
+    network_calibration: str | None = None,
 ) -> Setup:
     """Resolve names, find the calibration, build the cluster, DAG and communication model.
 
@@ -172,6 +174,8 @@ def prepare(
     picks on the network (RDMA where the NICs offer it). ``tf32`` False re-times an fp32
     calibration on a GPU with TF32 tensor cores (A100, H100) for true fp32 arithmetic
     (``NVIDIA_TF32_OVERRIDE=0``) by per-layer kernel-model ratios; elsewhere it changes nothing.
+    ``network_calibration`` is a file of ``ddlsim calibrate network``: its fitted link terms
+    replace the catalog's (:func:`ddlsim.netcal.calfile.apply`).
     """
     file_prof = profile_io.load(calibration) if calibration is not None else None
     model, gpu, batch, precision = calibration_use.resolve_defaults(
@@ -182,6 +186,8 @@ def prepare(
         gpu, gpus, gpus_per_node, intra_node, inter_node, transport, nics_per_node,
         nccl=comm in NCCL_METHODS,
     )  # fmt: skip
+    if network_calibration is not None:
+        cluster = netcal_file.apply(netcal_file.load(network_calibration), cluster)
     release = horovod_release(horovod_version)
     strategy_kwargs: dict[str, Any] = {
         "fusion_threshold_bytes": release.fusion_threshold_bytes,
@@ -325,6 +331,7 @@ def predict(
         interference=options.interference,
     )
     inputs.update(record(call, setup))
+    inputs["network_calibration"] = netcal_file.inputs_of(config.get("network_calibration"))
     in_play = tf32_applies(setup.cluster.device, strategy.precision)
     inputs["tf32"] = bool(config.get("tf32", True)) if in_play else None
     if strategy.host_decodes_input:

@@ -33,6 +33,8 @@ from ddlsim import __version__
 from ddlsim.errors import ConfigError
 
 PAIRS = "__pairs__"
+#: the record's key of the network calibration file (``predict --network-calibration``)
+NETWORK_SOURCE = "network_calibration_source"
 
 
 def keyword_defaults() -> dict[str, Any]:
@@ -103,11 +105,15 @@ def record(call: Mapping[str, Any], calibration_source: str | None) -> dict[str,
     source = None
     if calibration_source is not None:
         source = {"path": str(calibration_source), "sha256": file_sha256(calibration_source)}
-    return {
+    network = call.get("network_calibration")
+    rec = {
         "predict_kwargs": encode(complete_kwargs(call)),
         "ddlsim_version": __version__,
         "calibration_source": source,
     }
+    if network is not None:  # a network calibration file is checked like the compute one
+        rec[NETWORK_SOURCE] = {"path": str(network), "sha256": file_sha256(network)}
+    return rec
 
 
 def _inputs_of(doc: Any) -> dict[str, Any] | None:
@@ -150,7 +156,8 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
             f"--from-json: {p} records keyword(s) {', '.join(unknown)} that ddlsim "
             f"{__version__} does not know (written by ddlsim {inputs.get('ddlsim_version')})"
         )
-    rec = {k: inputs.get(k) for k in ("predict_kwargs", "ddlsim_version", "calibration_source")}
+    keys = ("predict_kwargs", "ddlsim_version", "calibration_source", NETWORK_SOURCE)
+    rec = {k: inputs.get(k) for k in keys}
     check_calibration(rec, p)
     version = rec.get("ddlsim_version")
     if version != __version__:
@@ -163,20 +170,25 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def check_calibration(rec: Mapping[str, Any], where: object) -> None:
-    """The recorded calibration file still exists with the recorded SHA-256."""
-    source = rec.get("calibration_source")
-    if not isinstance(source, dict):
-        return
+    """The recorded calibration files (compute, network) still exist with the recorded
+    SHA-256."""
+    for key in ("calibration_source", NETWORK_SOURCE):
+        source = rec.get(key)
+        if isinstance(source, dict):
+            _check_file(source, where, "network calibration" if key == NETWORK_SOURCE else "")
+
+
+def _check_file(source: Mapping[str, Any], where: object, kind: str) -> None:
+    kind = kind or "calibration"
     path, digest = source.get("path"), source.get("sha256")
     if not isinstance(path, str) or not Path(path).is_file():
         raise ConfigError(
-            f"--from-json: {where} was computed with calibration file {path}, which no "
-            "longer exists"
+            f"--from-json: {where} was computed with {kind} file {path}, which no longer exists"
         )
     now = file_sha256(path)
     if now != digest:
         raise ConfigError(
-            f"--from-json: calibration file {path} changed since {where} was written "
+            f"--from-json: {kind} file {path} changed since {where} was written "
             f"(sha256 {str(digest)[:12]}... then, {now[:12]}... now)"
         )
 

@@ -206,6 +206,13 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         "catalog --gpu re-times it by roofline ratios)",
     )
     p.add_argument(
+        "--network-calibration",
+        default=None,
+        metavar="FILE",
+        help="network calibration file ('ddlsim calibrate network'): its fitted link "
+        "bandwidth and latency replace the catalog's on the network (and fabric) it measured",
+    )
+    p.add_argument(
         "--single-gpu-throughput",
         type=_number,
         default=None,
@@ -292,6 +299,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict:
         "engine": args.engine,
         "calibration": args.calibration,
         "single_gpu_throughput": args.single_gpu_throughput,
+        "network_calibration": args.network_calibration,
         "stragglers": args.stragglers,
         "jitter_sigma": args.jitter,
         "rank_sigma": args.rank_sigma,

@@ -318,18 +318,25 @@ def choose(
 
 
 @lru_cache(maxsize=4096)
-def choose_half_ring(topo: Topology, version: NcclVersion, nbytes: float) -> Choice:
-    """A ring reduce-scatter (or allgather) of ``nbytes`` inside one node: N-1 steps of S/N,
-    latency ``base + (N-1) intra hops``, bandwidth ``(N-1)/N S`` over the protocol's bus
-    bandwidth; protocol chosen as :func:`choose` would (the phases of Horovod's hierarchical
-    allreduce, which are NCCL reduce-scatter and allgather calls)."""
-    n = topo.n_ranks
-    protos = [p for _, p in candidates(version, topo, "ring")]
-    if not version.tuned:
+def choose_half_ring(
+    topo: Topology, version: NcclVersion, nbytes: float, protocol: str = "auto"
+) -> Choice:
+    """A ring reduce-scatter (or allgather) of ``nbytes`` (the whole buffer, as nccl-tests
+    sizes it): N-1 steps of S/N, of which the n-1 node crossings are network hops, latency
+    ``base + (N-1 - (n-1)) intra + (n-1) net``, bandwidth ``(N-1)/N S`` over the protocol's
+    bus bandwidth; protocol chosen as :func:`choose` would, or ``protocol`` (``NCCL_PROTO``).
+    Inside one node these are the phases of Horovod's hierarchical allreduce (NCCL
+    reduce-scatter and allgather calls)."""
+    n, net_steps = topo.n_ranks, topo.n_nodes - 1
+    protos = [p for _, p in candidates(version, topo, "ring", protocol)]
+    if not version.tuned and protocol == "auto":
         protos = ["LL" if nbytes <= ll_threshold_bytes(topo) / 2 else "Simple"]
     best: Choice | None = None
     for p in protos:
-        lat = BASE_LATENCY_US["ring"][p] * 1e-6 + (n - 1) * _intra_hop_s(topo, "ring", p)
+        lat = BASE_LATENCY_US["ring"][p] * 1e-6 + (n - 1 - net_steps) * _intra_hop_s(
+            topo, "ring", p
+        )
+        lat += net_steps * _net_hop_s(topo, "ring", p)
         bw_s = ring_bandwidth_s(topo, p, nbytes) / 2
         ch = Choice("ring", p, lat + bw_s, lat)
         if best is None or ch.time_s < best.time_s:
