@@ -80,7 +80,7 @@ def add_config_arguments(p: argparse.ArgumentParser) -> None:
         "--inter-node",
         default=None,
         help="network: 10gbe, 25gbe, 40gbe, 50gbe, 100gbe, 200gbe, ib-fdr, ib-edr, ib-hdr, "
-        "ib-ndr, ib, aries, ec2, azure-eth (default: ib-edr when multi-node)",
+        "ib-ndr, ib, efa, aries, ec2, azure-eth (default: ib-edr when multi-node)",
     )
     p.add_argument(
         "--transport", default=None, help="tcp or rdma (default: the network's usual one)"
