@@ -145,10 +145,14 @@ def test_osu_output_needs_the_rank_count(tmp_path, cli):
         "all_reduce",
         5,
     )
-    code, _, err = cli(
-        "calibrate", "network", str(osu), "--gpu", "v100", "-o", str(tmp_path / "c.json")
-    )
-    assert code == 2 and "--gpus and --gpus-per-node" in err
+    out = tmp_path / "c.json"
+    code, _, err = cli("calibrate", "network", str(osu), "--gpu", "v100", "-o", str(out))
+    assert code == 2 and "--gpus and --gpus-per-node" in err and not out.exists()
+    flags = ("--gpus", "16", "--gpus-per-node", "8", "--inter-node", "100gbe", "-o", str(out))
+    code, _, err = cli("calibrate", "network", str(osu), "--gpu", "v100", *flags)
+    doc = json.loads(out.read_text())
+    assert code == 0 and doc["library"] == "mpi" and doc["cluster"]["transport"] == "tcp"
+    assert doc["sources"][0]["format"] == "osu" and doc["fits"][0]["n_points"] == 5
 
 
 # --------------------------------------------------------------------------- the fit
