@@ -19,6 +19,7 @@ from ddlsim.config import JobConfig, SimulationConfig, job
 from ddlsim.dag import build_dag
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
+from ddlsim.netcal import calfile as netcal_file
 from ddlsim.resolve import Setup, prepare, tf32_applies
 from ddlsim.units import MiB
 from ddlsim.workload import calibration_use
@@ -194,6 +195,7 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
         "interference": options.interference,
     }
     inputs.update(record(job, setup))
+    inputs["network_calibration"] = netcal_file.inputs_of(job.system.network_calibration)
     in_play = tf32_applies(cluster.device, strategy.precision)
     inputs["tf32"] = bool(job.workload.tf32) if in_play else None
     if strategy.host_decodes_input:

@@ -80,7 +80,10 @@ class SystemConfig:
     (None: the GPU's usual server, InfiniBand EDR between nodes), the ``transport`` (None: the
     network's usual one, or what NCCL picks), ``nics_per_node`` NICs per node (multi-rail:
     their bandwidth adds up) and ``host_input_images_per_s``, what one node's host CPUs decode
-    per second with real data (None: the server's hardware threads x 100)."""
+    per second with real data (None: the server's hardware threads x 100).
+    ``network_calibration`` is a file of ``ddlsim calibrate network``: its fitted link terms
+    replace the catalog's on the network (and fabric) it measured
+    (:func:`ddlsim.netcal.calfile.apply`)."""
 
     gpus: int = 1
     gpu: str | None = None
@@ -90,6 +93,7 @@ class SystemConfig:
     transport: str | None = None
     nics_per_node: int = 1
     host_input_images_per_s: float | None = None
+    network_calibration: str | None = None
 
     def __post_init__(self) -> None:
         rate = self.host_input_images_per_s

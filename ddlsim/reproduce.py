@@ -20,7 +20,6 @@ arguments is plain JSON except for dicts with non-string keys (``stragglers``), 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -29,11 +28,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ddlsim.atomic import file_sha256
 from ddlsim.config import defaults
 from ddlsim.errors import ConfigError
 from ddlsim.version import __version__
 
 PAIRS = "__pairs__"
+#: the record's key of the network calibration file (``predict --network-calibration``)
+NETWORK_SOURCE = "network_calibration_source"
 
 
 def keyword_defaults() -> dict[str, Any]:
@@ -83,25 +85,20 @@ def decode(value: Any) -> Any:
     return value
 
 
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """Hex SHA-256 of the file at ``path``."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def record(call: Mapping[str, Any], calibration_source: str | None) -> dict[str, Any]:
     """What re-runs a result: complete keyword arguments, ddlsim version, calibration file."""
     source = None
     if calibration_source is not None:
         source = {"path": str(calibration_source), "sha256": file_sha256(calibration_source)}
-    return {
+    network = call.get("network_calibration")
+    rec = {
         "predict_kwargs": encode(complete_kwargs(call)),
         "ddlsim_version": __version__,
         "calibration_source": source,
     }
+    if network is not None:  # a network calibration file is checked like the compute one
+        rec[NETWORK_SOURCE] = {"path": str(network), "sha256": file_sha256(network)}
+    return rec
 
 
 def _inputs_of(doc: Any) -> dict[str, Any] | None:
@@ -144,7 +141,8 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
             f"--from-json: {p} records keyword(s) {', '.join(unknown)} that ddlsim "
             f"{__version__} does not know (written by ddlsim {inputs.get('ddlsim_version')})"
         )
-    rec = {k: inputs.get(k) for k in ("predict_kwargs", "ddlsim_version", "calibration_source")}
+    keys = ("predict_kwargs", "ddlsim_version", "calibration_source", NETWORK_SOURCE)
+    rec = {k: inputs.get(k) for k in keys}
     check_calibration(rec, p)
     version = rec.get("ddlsim_version")
     if version != __version__:
@@ -157,20 +155,25 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def check_calibration(rec: Mapping[str, Any], where: object) -> None:
-    """The recorded calibration file still exists with the recorded SHA-256."""
-    source = rec.get("calibration_source")
-    if not isinstance(source, dict):
-        return
+    """The recorded calibration files (compute, network) still exist with the recorded
+    SHA-256."""
+    for key in ("calibration_source", NETWORK_SOURCE):
+        source = rec.get(key)
+        if isinstance(source, dict):
+            _check_file(source, where, "network calibration" if key == NETWORK_SOURCE else "")
+
+
+def _check_file(source: Mapping[str, Any], where: object, kind: str) -> None:
+    kind = kind or "calibration"
     path, digest = source.get("path"), source.get("sha256")
     if not isinstance(path, str) or not Path(path).is_file():
         raise ConfigError(
-            f"--from-json: {where} was computed with calibration file {path}, which no "
-            "longer exists"
+            f"--from-json: {where} was computed with {kind} file {path}, which no longer exists"
         )
     now = file_sha256(path)
     if now != digest:
         raise ConfigError(
-            f"--from-json: calibration file {path} changed since {where} was written "
+            f"--from-json: {kind} file {path} changed since {where} was written "
             f"(sha256 {str(digest)[:12]}... then, {now[:12]}... now)"
         )
 

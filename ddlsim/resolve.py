@@ -22,6 +22,7 @@ from ddlsim.dag import build_dag
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
 from ddlsim.horovod import horovod_release
+from ddlsim.netcal import calfile as netcal_file
 from ddlsim.strategy import Strategy
 from ddlsim.units import MiB
 from ddlsim.workload import calibration_use
@@ -87,6 +88,8 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
         gpu, s.gpus, s.gpus_per_node, s.intra_node, s.inter_node, s.transport, s.nics_per_node,
         nccl=x.comm in NCCL_METHODS,
     )  # fmt: skip
+    if s.network_calibration is not None:
+        cluster = netcal_file.apply(netcal_file.load(s.network_calibration), cluster)
     strategy = _strategy(x, cluster, batch=batch, precision=precision, data=w.data)
     if strategy.precision == "amp" and cluster.device.peak_fp16_flops is None:
         raise ConfigError(

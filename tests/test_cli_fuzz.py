@@ -72,6 +72,7 @@ WRITES = {
     "plot": (".png", ".svg"),
     "validate": (".png", ".svg"),
     "import": (".csv",),
+    "network": (".json",),
 }
 #: a start that gets past the first checks, used for half of the examples
 SEEDS = {
@@ -112,10 +113,11 @@ def _sub_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, sub in action.choices.items():
-                if any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):
+                nested = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+                if nested:
                     yield from _sub_parsers(sub, (*path, name))
-                else:
-                    yield (*path, name), sub
+                if not nested or not all(a.required for a in nested):
+                    yield (*path, name), sub  # optional sub-commands: the command runs alone
 
 
 COMMANDS = dict(_sub_parsers(build_parser()))
@@ -330,5 +332,6 @@ def test_the_fuzzer_reaches_every_sub_command_and_its_flags():
         p[-1] for p in COMMANDS
     }
     assert ("traces", "import") in COMMANDS and ("traces", "timeline-summary") in COMMANDS
+    assert ("calibrate", "network") in COMMANDS
     flags = {o for sub in COMMANDS.values() for a in sub._actions for o in a.option_strings}
     assert {"--gpus", "--stragglers", "--from-json", "--max-events", "--max-configs"} <= flags

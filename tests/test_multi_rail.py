@@ -58,7 +58,7 @@ def test_a_single_node_has_no_network_to_widen() -> None:
 def test_cli_flag_reaches_the_report_and_the_json(cli) -> None:
     code, out, _ = cli("predict", "--model", "vgg16", "--gpus", "64", "--nics-per-node", "4")
     assert code == 0
-    assert "inter-node     ib-edr, 4 NICs x 90.0 Gb/s effective, rdma" in out
+    assert "inter-node     ib-edr, 4 NICs x 97.6 Gb/s effective, rdma" in out
     code, out, _ = cli(
         "predict", "--model", "vgg16", "--gpus", "64", "--nics-per-node", "4", "--json"
     )

@@ -87,6 +87,28 @@ def test_bandwidth_terms_follow_the_protocols() -> None:
     assert tree == pytest.approx(s / (min(0.92 * t.bus_Bps, 4 * 10e9) / 2 * 0.9))
 
 
+def test_a_two_node_tree_loads_each_nic_with_s_not_2s() -> None:
+    """Two nodes: each is the root of one tree and the leaf of the other, so its NIC moves S
+    each way (network side 0.92 net); from three nodes an interior node moves 2S (NCCL's /2)."""
+    s, net, intra = 1e9, 12.5e9, 120e9
+    for nodes, halved in ((2, False), (3, True), (16, True)):
+        t = replace(topo(n_ranks=8 * nodes, channels=6, bus=net), net_Bps=net, intra_Bps=intra)
+        cap = 26.5e9 if nodes < 4 else 10e9
+        network = 0.92 * net / (2 if halved else 1)
+        algo = min(network, min(0.92 * intra, 6 * cap) / 2)
+        assert cost(t, "tree", "Simple", s).bandwidth_s == pytest.approx(s / (algo * 0.9))
+    two = replace(topo(n_ranks=16, channels=6, bus=net), net_Bps=net, intra_Bps=intra)
+    three = replace(two, n_ranks=24, n_nodes=3)
+    assert cost(two, "tree", "Simple", s).time_s < cost(three, "tree", "Simple", s).time_s
+
+
+def test_a_two_node_tree_is_bound_by_the_fabric_when_the_nics_are_wide() -> None:
+    t = replace(topo(n_ranks=16, channels=6, bus=20e9), net_Bps=400e9, intra_Bps=20e9)
+    assert cost(t, "tree", "Simple", 1e9).bandwidth_s == pytest.approx(
+        1e9 / (min(0.92 * 20e9, 6 * 26.5e9) / 2 * 0.9)
+    )
+
+
 def test_tree_correction_is_lowest_for_medium_sizes() -> None:
     for p in ("LL", "LL128", "Simple"):
         medium = min(tree_correction(p, 2.0**k) for k in range(16, 23))  # 64 KiB - 4 MiB

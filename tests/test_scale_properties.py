@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ddlsim
-from ddlsim.comm.nccl import Topology
+from ddlsim.comm.nccl import Topology, tree_bandwidth_s
 from ddlsim.workload.zoo import MODEL_NAMES
 
 GPUS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
@@ -32,13 +32,14 @@ MAX_DOUBLING_LOSS = 0.15
 
 
 def bandwidth_bound_efficiency(model: str, gpus: int, gpu: str, network: str) -> float:
-    """Efficiency if nothing but the ring's bandwidth term cost time, the exchange following the
-    compute: T_compute / (T_compute + 2(N-1)/N S / B_bus) (closed form, no simulation) -- the
-    most the bandwidth term alone can take."""
+    """Efficiency if nothing but the bandwidth term cost time, the exchange following the
+    compute: T_compute / (T_compute + T_bw) (closed form, no simulation) -- the most the
+    bandwidth term alone can take. T_bw is the cheaper of the ring's 2(N-1)/N S / B_bus and the
+    tree's (SIMPLE), whose NICs carry S each way on two nodes and 2S from three on."""
     setup = ddlsim.prepare(ddlsim.job(model, gpus, gpu=gpu, inter_node=network))
     s = setup.workload.model.grad_bytes(setup.strategy.grad_dtype)
-    bus = Topology.of(setup.cluster).bus_Bps
-    t_bw = 2 * (gpus - 1) / gpus * s / bus
+    topo = Topology.of(setup.cluster)
+    t_bw = min(2 * (gpus - 1) / gpus * s / topo.bus_Bps, tree_bandwidth_s(topo, "Simple", s))
     t_compute = setup.workload.profile.step_time_s
     return t_compute / (t_compute + t_bw)
 

@@ -21,7 +21,7 @@ LAYERS = (
     ("ddlsim.cluster", "ddlsim.horovod", "ddlsim.track_record"),
     ("ddlsim.workload", "ddlsim.comm", "ddlsim.schedules"),
     ("ddlsim.strategy",),
-    ("ddlsim.dag", "ddlsim.calibrate", "ddlsim.traces"),
+    ("ddlsim.dag", "ddlsim.calibrate", "ddlsim.traces", "ddlsim.netcal"),
     ("ddlsim.engine",),
     ("ddlsim.config",),
     ("ddlsim.reproduce",),

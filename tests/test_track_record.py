@@ -45,8 +45,10 @@ def test_the_shipped_table_is_what_the_model_gives_now():
 
 def test_lookup_and_its_line():
     hvd = lookup("horovod-nccl", 4)
-    assert hvd["regime"] == "2-8 nodes" and hvd["n"] == 6 and hvd["n_assumed"] == 0
-    assert 0 < hvd["mape"] < 1 and hvd["worst_run_id"].startswith("DLPERF2020")
+    # DLPERF2020's 6 rows on IB EDR and HKBU_DDLBENCH2020's 12 on 10 GbE (its IB rows rest on
+    # the catalog's assumption for InfiniBand of unstated generation and are not counted)
+    assert hvd["regime"] == "2-8 nodes" and hvd["n"] == 18 and hvd["n_assumed"] == 0
+    assert 0 < hvd["mape"] < 1 and hvd["worst_run_id"].startswith(("DLPERF2020", "HKBU"))
     big = lookup("horovod-nccl", 128)
     assert big["n"] == big["n_assumed"] == 3 and big["mape"] < 0.05
     assert "3 measured run(s) (3 efficiency-only, batch assumed)" in format_line(big)

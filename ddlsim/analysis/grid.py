@@ -100,7 +100,16 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
         "fp16_allreduce": _bool("fp16_allreduce"),
         "tf32": _bool("tf32"),
         "ps_colocated": _bool("ps_colocated"),
+        "network_calibration": _network_calibration,
     }
+
+
+def _network_calibration(value: Any) -> str:
+    """A readable network calibration file (checked before the sweep runs)."""
+    from ddlsim.netcal.calfile import load
+
+    load(str(value))
+    return str(value)
 
 
 def normalise_grid(raw: dict[str, Any]) -> dict[str, list[Any]]:

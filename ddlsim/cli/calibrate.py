@@ -19,6 +19,7 @@ from ddlsim.calibrate.defaults import (
     DEFAULT_STEPS,
     DEFAULT_WARMUP_STEPS,
 )
+from ddlsim.cli import netcal
 from ddlsim.cli.args import integer as _int
 from ddlsim.cli.args import number as _number
 from ddlsim.cli.args import output_folder
@@ -30,6 +31,8 @@ examples:
   ddlsim calibrate --framework torch --gpu h100 --model resnet50 --precision amp
   ddlsim calibrate --gpu v100 --model resnet50 --batch 64 --from-log tf_cnn_benchmarks.log
   ddlsim calibrate --calibration FILE --transfer-to v100 --transfer-to a100
+  ddlsim calibrate network all_reduce_perf.log --inter-node ib-edr -o edr.json
+                                                 (collectives: see 'calibrate network -h')
 
 A CPU profile is recorded under the id 'cpu', an uncatalogued GPU under a slug of its name;
 'ddlsim predict --gpu' knows neither. --catalog-id GPU records the files under a catalog GPU
@@ -136,6 +139,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="start from this calibration file instead of profiling (anchor / transfer it)",
     )
     p.set_defaults(func=run)
+    targets = p.add_subparsers(dest="calibrate_target", metavar="{network}")
+    targets.required = False
+    netcal.register(targets)
 
 
 def run(args: argparse.Namespace) -> int:

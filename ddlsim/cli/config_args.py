@@ -126,7 +126,7 @@ def _add_system(g: argparse._ArgumentGroup) -> None:
         "--inter-node",
         default=None,
         help="network: 10gbe, 25gbe, 40gbe, 50gbe, 100gbe, 200gbe, ib-fdr, ib-edr, ib-hdr, "
-        "ib-ndr, ib, aries, ec2, azure-eth (default: ib-edr when multi-node)",
+        "ib-ndr, ib, efa, aries, ec2, azure-eth (default: ib-edr when multi-node)",
     )
     g.add_argument(
         "--transport", default=None, help="tcp or rdma (default: the network's usual one)"
@@ -138,6 +138,13 @@ def _add_system(g: argparse._ArgumentGroup) -> None:
         metavar="N",
         help="network adapters per node, their bandwidth added up (multi-rail; DGX-1 4, DGX-2 "
         "and DGX A100/H100 8; default: 1)",
+    )
+    g.add_argument(
+        "--network-calibration",
+        default=None,
+        metavar="FILE",
+        help="network calibration file ('ddlsim calibrate network'): its fitted link "
+        "bandwidth and latency replace the catalog's on the network (and fabric) it measured",
     )
     g.add_argument(
         "--host-input-rate",
@@ -321,6 +328,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "transport": args.transport,
         "nics_per_node": args.nics_per_node,
         "host_input_images_per_s": args.host_input_rate,
+        "network_calibration": args.network_calibration,
         # execution
         "comm": args.comm,
         "schedule": args.schedule,

@@ -91,6 +91,24 @@ def _input_line(inputs: dict) -> list[str]:
     return [f"    input          host decode {rate:,.0f} images/s per node ({why})"]
 
 
+def _network_calibration_lines(cal: dict[str, Any] | None) -> list[str]:
+    """The network calibration a prediction used: file, what it fitted, from which logs."""
+    if not cal:
+        return []
+    parts = []
+    for scope, term in (cal.get("terms") or {}).items():
+        bw, lat = term.get("bandwidth_GBps"), term.get("latency_us")
+        got = [f"{bw:g} GB/s" if bw is not None else "", f"{lat:g} us" if lat is not None else ""]
+        parts.append(f"{scope} {', '.join(g for g in got if g) or 'nothing determined'}")
+    where = cal.get("cluster") or {}
+    logs = len(cal.get("sources") or [])
+    return [
+        f"    network cal    {cal.get('file')} (sha256 {str(cal.get('sha256'))[:12]})",
+        f"                   {'; '.join(parts)} from {logs} {cal.get('library')} log(s) on "
+        f"{where.get('inter_node')} {where.get('transport') or ''}".rstrip(),
+    ]
+
+
 def format_prediction(p: Prediction) -> str:
     """Multi-line text report: throughput, breakdown, assumptions."""
     i = p.inputs
@@ -169,6 +187,7 @@ def format_prediction(p: Prediction) -> str:
         *_input_line(i),
         f"    calibration    {cal['method']}: {_calibration_source(cal, source)}",
         f"                   {cal['device_rule']}",
+        *_network_calibration_lines(i.get("network_calibration")),
         f"    engine         {i['engine']}",
         "",
     ]

@@ -40,6 +40,7 @@ _PARAMS = (
     ("--horovod-version", "horovod_version", str),
     ("--fp16-allreduce", "fp16_allreduce", str),
     ("--engine", "engine", str),
+    ("--network-calibration", "network_calibration", str),
     ("--epochs", "epochs", float),
     ("--dataset-images", "dataset_images", int),
 )

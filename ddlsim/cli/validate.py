@@ -131,6 +131,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="do not slow compute while collectives hold SMs, for every row",
     )
     p.add_argument(
+        "--network-calibration",
+        default=None,
+        metavar="FILE",
+        help="network calibration file ('ddlsim calibrate network'): rows on the network it "
+        "measured use its fitted link terms (runs and collectives files)",
+    )
+    p.add_argument(
         "--assume-baseline-batch",
         action="store_true",
         help="predict rows whose batch_per_gpu is empty with their baseline's batch",
@@ -168,6 +175,8 @@ def run(args: argparse.Namespace) -> int:
     from ddlsim.validate.runs import load_runs
     from ddlsim.validate.stats import STACK_GROUP, summarise
 
+    if _is_collectives(args.csv):
+        return _run_collectives(args)
     options = ValidateOptions(  # checks every value before the file is read
         engine=args.engine,
         fusion_threshold_mb=args.fusion_threshold_mb,
@@ -181,6 +190,7 @@ def run(args: argparse.Namespace) -> int:
         assume_batch=args.assume_batch,
         assume_precision=args.assume_precision,
         absolute=args.absolute,
+        network_calibration=args.network_calibration,
     )
     if args.plot:
         from ddlsim.validate.plot import _matplotlib
@@ -215,4 +225,71 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(format_report(args.csv, results, summary))
         if args.absolute:
             sys.stdout.write(format_side_by_side(summary))
+    return 0
+
+
+def _is_collectives(path: str) -> bool:
+    """Whether ``path`` is a measured-collectives file (its header; unreadable: no)."""
+    from ddlsim.validate.collectives import is_collectives_header
+
+    try:
+        with open(path, encoding="utf-8-sig") as fh:
+            first = fh.readline()
+    except (OSError, UnicodeDecodeError):
+        return False
+    return is_collectives_header(first.split(","))
+
+
+#: validate options that mean nothing for a collectives file: (attribute, flag, default)
+_RUNS_ONLY = (
+    ("plot", "--plot", None),
+    ("nccl_version", "--nccl-version", None),
+    ("horovod_version", "--horovod-version", None),
+    ("fusion_threshold_mb", "--fusion-threshold-mb", None),
+    ("cycle_time_ms", "--cycle-time-ms", None),
+    ("rank_sigma", "--rank-sigma", None),
+    ("host_contention", "--host-contention", None),
+    ("no_interference", "--no-interference", False),
+    ("assume_baseline_batch", "--assume-baseline-batch", False),
+    ("assume_batch", "--assume-batch", None),
+    ("assume_precision", "--assume-precision", None),
+    ("engine", "--engine", "fast"),
+    ("absolute", "--absolute", False),
+)
+
+
+def _run_collectives(args: argparse.Namespace) -> int:
+    """``ddlsim validate`` on a measured-collectives file (:mod:`ddlsim.validate.collectives`):
+    every row against the communication model predict builds; ``--source`` selects setups."""
+    from ddlsim.errors import ConfigError
+    from ddlsim.validate import collective_report as report
+    from ddlsim.validate.collectives import read_collectives, validate_collectives
+
+    for attr, flag, default in _RUNS_ONLY:
+        if getattr(args, attr) != default:
+            raise ConfigError(f"{flag} applies to measured runs, not to a collectives file")
+    cal = None
+    if args.network_calibration is not None:
+        from ddlsim.netcal.calfile import load
+
+        cal = load(args.network_calibration)
+    rows = read_collectives(args.csv)
+    if args.source:
+        present = sorted({r.setup_id for r in rows})
+        absent = sorted(set(args.source) - set(present))
+        if absent:
+            raise ConfigError(
+                f"--source {', '.join(absent)}: no such setup_id in {args.csv}; present: "
+                f"{', '.join(present)}"
+            )
+        rows = [r for r in rows if r.setup_id in args.source]
+    results = validate_collectives(rows, cal)
+    summary = report.summarise(results)
+    if args.json:
+        json.dump(
+            {"rows": [r.to_json() for r in results], "summary": summary}, sys.stdout, indent=2
+        )
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(report.format_report(args.csv, results, summary))
     return 0

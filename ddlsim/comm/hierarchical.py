@@ -18,6 +18,7 @@ phase's NCCL time (:func:`~ddlsim.comm.fabric.timed_step`).
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -54,8 +55,13 @@ class HierarchicalModel(ScheduledModel):
         nic_Bps = c.nics_per_node * c.nic.bandwidth_Bps / g if c.nic is not None else topo.bus_Bps
         #: the intra-node calls: one node of g ranks; the cross-node call: n ranks, one per
         #: node, whose g communicators share each node's NICs
-        self.local = replace(topo, n_ranks=g, n_nodes=1, transport_latency_s=0.0, bus_Bps=intra_Bps)
-        self.cross = replace(topo, n_ranks=n, local=1, bus_Bps=nic_Bps)
+        self.local = replace(
+            topo, n_ranks=g, n_nodes=1, transport_latency_s=0.0, bus_Bps=intra_Bps,
+            net_Bps=math.inf, intra_Bps=intra_Bps,
+        )  # fmt: skip
+        self.cross = replace(
+            topo, n_ranks=n, local=1, bus_Bps=nic_Bps, net_Bps=nic_Bps, intra_Bps=math.inf
+        )
 
     def phases(self, nbytes: float) -> tuple[Choice | None, Choice | None]:
         """(intra reduce-scatter = allgather, cross-node allreduce); None where absent."""

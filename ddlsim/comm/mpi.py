@@ -51,11 +51,16 @@ class MPIModel(ScheduledModel):
             hops.append(nic_hop_s(c, chunk_bytes))
         return max(hops)
 
-    def _time_s(self, nbytes: float, op: str, channel: int) -> float:
+    def host_ring_s(self, nbytes: float) -> float:
+        """The host ring alone (no device copies): ``2 (N-1) hop(S/N) + (N-1) g (S/N) / R``,
+        what an MPI benchmark on host buffers (OSU ``osu_allreduce``) times."""
         c = self.cluster
         n, chunk = c.n_gpus, nbytes / c.n_gpus
         reduce_s = c.local_gpus * chunk / c.host_reduce_Bps
-        return 2 * self._copy_s(nbytes) + 2 * (n - 1) * self._hop_s(chunk) + (n - 1) * reduce_s
+        return 2 * (n - 1) * self._hop_s(chunk) + (n - 1) * reduce_s
+
+    def _time_s(self, nbytes: float, op: str, channel: int) -> float:
+        return 2 * self._copy_s(nbytes) + self.host_ring_s(nbytes)
 
     def _schedule(self, nbytes: float, op: str, channel: int) -> list[Step]:
         f = self.fabric

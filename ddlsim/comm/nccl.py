@@ -80,6 +80,12 @@ TREE_CORRECTION = {
     "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7,
                .8, .9, .9),
 }  # fmt: skip
+#: evidence that a two-node tree loads each NIC with S, not 2S, each way: measured nccl-tests
+#: bus bandwidths of about 1.9x the NICs' rate on two nodes (traces/measured/collectives:
+#: p4d EFA S06 57 GB/s on 4 x 100 Gb/s, NCCL 2.9.9; GCP A3 Mega S01 339 GB/s on 8 x 200 Gb/s;
+#: OCI H100 S19 464 GB/s), which NCCL's maintainers explain so (NVIDIA/nccl#209, #307,
+#: nccl-tests#22); from three nodes on an interior node carries 2S (S08: 4 nodes, 0.59 of line)
+TWO_NODE_TREE = "each NIC carries S per direction"
 #: multi-node RING+SIMPLE latency factor ("plateau effect of ring"): before / from Ampere. A
 #: refinement of the tuning model (2.5+); the 2.0-2.4 rings, which had no cost model, go without
 RING_PLATEAU = {"pre_ampere": 1.9, "ampere": 1.4}
@@ -139,6 +145,8 @@ class Topology:
     bus_Bps: float  # slowest link a byte crosses: intra fabric, node NICs
     transport_latency_s: float  # the network transport's per-message latency
     arch: str
+    net_Bps: float = math.inf  # the node's NICs together (inf: no network)
+    intra_Bps: float = math.inf  # the intra-node fabric per GPU (inf: one GPU per node)
 
     @classmethod
     def of(cls, cluster: Cluster) -> Topology:
@@ -149,6 +157,7 @@ class Topology:
             links.append(c.intra.bandwidth_Bps)
         if c.n_nodes > 1 and c.nic is not None:
             links.append(c.nics_per_node * c.nic.bandwidth_Bps)
+        multi = c.n_nodes > 1 and c.nic is not None
         return cls(
             n_ranks=c.n_gpus,
             n_nodes=c.n_nodes,
@@ -156,8 +165,10 @@ class Topology:
             intra_hop=c.nccl_hop,
             channels=max(1, c.nccl_channels),
             bus_Bps=min(links, default=math.inf),
-            transport_latency_s=c.nic.latency_s if c.nic is not None and c.n_nodes > 1 else 0.0,
+            transport_latency_s=c.nic.latency_s if multi else 0.0,
             arch=c.device.arch,
+            net_Bps=c.nics_per_node * c.nic.bandwidth_Bps if multi else math.inf,
+            intra_Bps=c.intra.bandwidth_Bps if c.local_gpus > 1 and c.intra else math.inf,
         )
 
     @property
@@ -239,9 +250,17 @@ def tree_correction(protocol: str, nbytes: float) -> float:
 
 
 def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float) -> float:
-    """Bandwidth term of a tree allreduce (each NIC carries S up and S down)."""
+    """Bandwidth term of a tree allreduce: NCCL's ``min(0.92 bus, channels x cap) / 2`` (an
+    interior node of the double binary tree moves 2S through its NIC each way: S/2 from each
+    child and to the parent in one tree, S/2 as a leaf of the other, twice). On exactly two
+    nodes each node is the root of one tree and the only child in the other, so its NIC
+    carries S each way: the network side is ``0.92 net``, not halved (the "up to 2x the wire
+    rate" bus bandwidth of two-node trees, :data:`TWO_NODE_TREE`)."""
     cap = TREE_CHANNEL_CAP_Bps["multi" if topo.n_nodes >= 4 else "single"]
     algo = min(topo.bus_Bps * TREE_EFFICIENCY, topo.channels * cap) / 2
+    if topo.n_nodes == 2 and math.isfinite(topo.net_Bps):
+        intra_side = min(topo.intra_Bps * TREE_EFFICIENCY, topo.channels * cap) / 2
+        algo = min(topo.net_Bps * TREE_EFFICIENCY, intra_side)
     if protocol == "LL":
         algo *= TREE_LL_FACTOR
     elif protocol == "LL128":
@@ -318,18 +337,25 @@ def choose(
 
 
 @lru_cache(maxsize=4096)
-def choose_half_ring(topo: Topology, version: NcclVersion, nbytes: float) -> Choice:
-    """A ring reduce-scatter (or allgather) of ``nbytes`` inside one node: N-1 steps of S/N,
-    latency ``base + (N-1) intra hops``, bandwidth ``(N-1)/N S`` over the protocol's bus
-    bandwidth; protocol chosen as :func:`choose` would (the phases of Horovod's hierarchical
-    allreduce, which are NCCL reduce-scatter and allgather calls)."""
-    n = topo.n_ranks
-    protos = [p for _, p in candidates(version, topo, "ring")]
-    if not version.tuned:
+def choose_half_ring(
+    topo: Topology, version: NcclVersion, nbytes: float, protocol: str = "auto"
+) -> Choice:
+    """A ring reduce-scatter (or allgather) of ``nbytes`` (the whole buffer, as nccl-tests
+    sizes it): N-1 steps of S/N, of which the n-1 node crossings are network hops, latency
+    ``base + (N-1 - (n-1)) intra + (n-1) net``, bandwidth ``(N-1)/N S`` over the protocol's
+    bus bandwidth; protocol chosen as :func:`choose` would, or ``protocol`` (``NCCL_PROTO``).
+    Inside one node these are the phases of Horovod's hierarchical allreduce (NCCL
+    reduce-scatter and allgather calls)."""
+    n, net_steps = topo.n_ranks, topo.n_nodes - 1
+    protos = [p for _, p in candidates(version, topo, "ring", protocol)]
+    if not version.tuned and protocol == "auto":
         protos = ["LL" if nbytes <= ll_threshold_bytes(topo) / 2 else "Simple"]
     best: Choice | None = None
     for p in protos:
-        lat = BASE_LATENCY_US["ring"][p] * 1e-6 + (n - 1) * _intra_hop_s(topo, "ring", p)
+        lat = BASE_LATENCY_US["ring"][p] * 1e-6 + (n - 1 - net_steps) * _intra_hop_s(
+            topo, "ring", p
+        )
+        lat += net_steps * _net_hop_s(topo, "ring", p)
         bw_s = ring_bandwidth_s(topo, p, nbytes) / 2
         ch = Choice("ring", p, lat + bw_s, lat)
         if best is None or ch.time_s < best.time_s:

@@ -23,10 +23,18 @@ import numpy as np
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step
 from ddlsim.comm.fabric import ScheduledModel, timed_step
-from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, Choice, NcclVersion, Topology, candidates
+from ddlsim.comm.nccl import (
+    DEFAULT_NCCL_VERSION,
+    Choice,
+    NcclVersion,
+    Topology,
+    candidates,
+    choose_half_ring,
+)
 from ddlsim.comm.nccl import choose as nccl_choose
 from ddlsim.comm.ring import ring_flows
 from ddlsim.comm.tree import pipeline_depth, tick_flows
+from ddlsim.errors import ConfigError
 
 
 class NcclAllreduceModel(ScheduledModel):
@@ -53,6 +61,16 @@ class NcclAllreduceModel(ScheduledModel):
         return nccl_choose(
             self.topology, self.version, float(nbytes), self.algorithm, self.protocol
         )
+
+    def collective_choice(self, collective: str, nbytes: float) -> Choice:
+        """A single NCCL call as nccl-tests times it: ``all_reduce`` of ``nbytes`` per rank
+        (:meth:`choice`), or a ring ``all_gather`` / ``reduce_scatter`` of ``nbytes`` in all
+        (:func:`~ddlsim.comm.nccl.choose_half_ring`); NCCL_ALGO does not apply to those."""
+        if collective == "all_reduce":
+            return self.choice(nbytes)
+        if collective not in ("all_gather", "reduce_scatter"):
+            raise ConfigError(f"NCCL collective {collective!r} is not modelled")
+        return choose_half_ring(self.topology, self.version, float(nbytes), self.protocol)
 
     def sm_blocks(self) -> int:
         """One NCCL thread block (an SM) per channel while a call runs."""

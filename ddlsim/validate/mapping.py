@@ -41,6 +41,7 @@ from typing import Any
 from ddlsim.cluster import catalog
 from ddlsim.cluster.specs import TRANSPORTS
 from ddlsim.errors import DdlsimError, UnknownNameError
+from ddlsim.netcal.calfile import network_calibration_kwargs
 from ddlsim.strategy import COMM_METHODS, DATA_KINDS, PRECISIONS
 from ddlsim.units import MiB
 from ddlsim.validate.baseline import BaselineChoice, BaselineIndex
@@ -182,6 +183,8 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
     if unmapped:
         notes.append(f"variant not mapped: {', '.join(unmapped)}")
     assumption = assumed_bandwidth(run) if multi_node else None
+    if options.network_calibration is not None and multi_node:
+        notes.extend(network_calibration_kwargs(options.network_calibration, run, kwargs))
     return RowPlan(
         kwargs,
         metric,

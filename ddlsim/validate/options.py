@@ -29,7 +29,8 @@ class ValidateOptions:
     ``assume_batch`` (an empty ``batch_per_gpu`` that the baseline does not state either),
     ``assume_precision`` (an empty ``precision``). ``absolute``: every row with a measured
     throughput, single-GPU rows included, is predicted from ddlsim's own per-layer compute
-    model, with no measured anchor.
+    model, with no measured anchor. ``network_calibration``: a file of ``ddlsim calibrate
+    network``, given to predict for the rows on the network it measured.
     """
 
     engine: str = "fast"
@@ -44,6 +45,7 @@ class ValidateOptions:
     assume_batch: int | None = None
     assume_precision: str | None = None
     absolute: bool = False
+    network_calibration: str | None = None
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -70,6 +72,10 @@ class ValidateOptions:
         if self.cycle_time_ms is not None:
             knobs["cycle_time_s"] = _finite(self.cycle_time_ms, "cycle time") / 1e3
         Strategy(**knobs)  # type: ignore[arg-type]
+        if self.network_calibration is not None:
+            from ddlsim.netcal.calfile import load
+
+            load(self.network_calibration)  # a bad file: one error before any row
         SyncTerms(
             DEFAULT_RANK_SIGMA if self.rank_sigma is None else self.rank_sigma,
             DEFAULT_HOST_CONTENTION if self.host_contention is None else self.host_contention,
