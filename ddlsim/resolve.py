@@ -177,6 +177,7 @@ def _workload(
     if single_ips is not None:
         prof = prof.scaled((strategy.batch_per_gpu / single_ips) / prof.step_time_s)
         prof = _with_provenance(prof, single_ips)
+        profile_io.check(prof, f"the calibration rescaled to {single_ips:g} images/s on 1 GPU")
     return Workload.build(spec, prof)
 
 

@@ -6,8 +6,10 @@ Dask is an optional dependency (the ``sweep`` extra), imported only here.
 
 A local cluster leaves nothing behind, finished or interrupted: its scratch space (Dask's
 ``global.lock`` / ``purge.lock`` / ``worker-*.dirlock`` files) lives in a temporary folder
-removed at the end; its worker processes start with Ctrl-C ignored, so that only this process
-handles it (closing the cluster) and no worker prints a traceback; Dask's own log messages
+removed at the end; its worker processes start with Ctrl-C and SIGTERM blocked
+(:func:`ddlsim.signals.held_for_children`), so that only this process handles them (closing
+the cluster, exit 130 or 143) and no worker prints a traceback, and a Ctrl-C while the cluster
+starts stops the sweep once it has started (nothing is written); Dask's own log messages
 (a worker killed at shutdown, a heartbeat to a scheduler that is closing, a cancelled task) are
 not printed: a failure of the cluster itself reaches the user as one error line.
 """
@@ -17,15 +19,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ddlsim import signals
 from ddlsim.analysis.sweep import evaluate
-from ddlsim.errors import ConfigError
+from ddlsim.errors import ConfigError, shown
 from ddlsim.extras import require
 
 ProgressFn = Callable[[int, int, float], None]
@@ -61,20 +62,6 @@ def quiet_dask() -> Iterator[None]:
             os.environ.pop(key, None)
         else:
             os.environ[key] = env
-
-
-@contextlib.contextmanager
-def _children_ignore_sigint() -> Iterator[None]:
-    """Processes started inside ignore SIGINT (Python keeps an inherited SIG_IGN), so Ctrl-C in
-    the terminal reaches only this process, which shuts the workers down."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def run_on_dask(
@@ -118,7 +105,10 @@ def _run(configs, chunks, scheduler, workers, scratch, progress) -> list[dict[st
             if scheduler:
                 client = Client(scheduler, timeout="10s")
             else:
-                with _children_ignore_sigint():
+                from multiprocessing import resource_tracker
+
+                resource_tracker.ensure_running()  # starting it unblocks signals: start it first
+                with signals.held_for_children():
                     cluster = LocalCluster(
                         n_workers=workers,
                         threads_per_worker=1,
@@ -127,8 +117,9 @@ def _run(configs, chunks, scheduler, workers, scratch, progress) -> list[dict[st
                         local_directory=scratch,
                     )
                 client = Client(cluster)
-        except OSError as exc:
-            raise ConfigError(f"cannot reach Dask scheduler {scheduler!r}: {exc}") from None
+        except Exception as exc:  # unreachable, refused, timed out, or a protocol Dask lacks
+            reason = " ".join(str(exc).split())[:200]
+            raise ConfigError(f"cannot reach Dask scheduler {shown(scheduler)}: {reason}") from None
         start = time.perf_counter()
         futures = client.map(evaluate_chunk, chunks, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
@@ -149,9 +140,9 @@ def _run(configs, chunks, scheduler, workers, scratch, progress) -> list[dict[st
 
 
 def _shutdown(client: Any, cluster: Any, futures: list[Any]) -> None:
-    """Cancel what is left, close the client and the local cluster; a second Ctrl-C during
-    the shutdown is ignored (the workers are being stopped)."""
-    with _children_ignore_sigint():
+    """Cancel what is left, close the client and the local cluster; a second Ctrl-C or
+    SIGTERM during the shutdown is ignored (the workers are being stopped)."""
+    with signals.ignored():
         if client is not None:
             with contextlib.suppress(Exception):
                 if futures:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
 from ddlsim.atomic import check_folder, check_output
-from ddlsim.errors import ConfigError
+from ddlsim.errors import ConfigError, shown
 
 
 def integer(text: str) -> int:
@@ -56,6 +57,23 @@ def positive_number(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
     return value
+
+
+#: a Dask scheduler address: ``[tcp|tls|ws|wss://]host:port`` (an IPv6 host in brackets)
+_SCHEDULER = re.compile(
+    r"^(?:(?:tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$"
+)
+
+
+def scheduler_address(text: str) -> str:
+    """A Dask scheduler address, ``tcp://host:port`` (also ``tls://``, ``ws://``, ``wss://``,
+    or ``host:port``): its form is checked here, whether it answers when the sweep starts."""
+    match = _SCHEDULER.match(text)
+    if match is None or not 1 <= int(match.group(2)) <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected a Dask scheduler address like tcp://host:8786, got {shown(text)}"
+        )
+    return text
 
 
 def output_file(*suffixes: str, stdout: bool = False) -> Callable[[str], str]:

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from ddlsim.cli.args import int_at_least, output_file
+from ddlsim.cli.args import int_at_least, output_file, scheduler_address
 
 #: (flag, predict() keyword, argparse type)
 _PARAMS = (
@@ -98,7 +98,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="OUT",
         help="rows to write: .csv, .parquet (pandas + pyarrow), or - (CSV on stdout)",
     )
-    p.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler")
+    p.add_argument(
+        "--scheduler",
+        type=scheduler_address,
+        metavar="ADDRESS",
+        help="an existing Dask scheduler, tcp://host:port",
+    )
     p.add_argument(
         "--workers",
         type=int_at_least(1),

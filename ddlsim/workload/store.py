@@ -19,7 +19,7 @@ from pathlib import Path
 from ddlsim.cluster.specs import DeviceSpec
 from ddlsim.errors import CalibrationError
 from ddlsim.workload.layers import ModelSpec
-from ddlsim.workload.profile import ModelProfile, load
+from ddlsim.workload.profile import ModelProfile, check, load
 from ddlsim.workload.retime import roofline_retime
 
 _PKG_DIR = Path(__file__).resolve().parents[1]
@@ -90,4 +90,4 @@ def transfer_batch(
         "from_file": profile.path,
         "from_method": profile.provenance.get("method"),
     }
-    return replace(moved, provenance=provenance)
+    return check(replace(moved, provenance=provenance), f"{profile.describe()} at batch {batch}")
