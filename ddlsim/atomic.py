@@ -11,6 +11,12 @@ Rules (the same for every sub-command and every writer):
 - **Atomic**: the data goes to a temporary file beside the target, then one rename puts it in
   place. A reader never sees a half-written file; an error or Ctrl-C while writing leaves
   neither the target changed nor the temporary file behind. The target keeps its permissions.
+- **Folders are never created for you.** The folder of an output file, and a folder given
+  as an output (``calibrate --output DIR``), must exist, as for the shell's ``>``: a missing
+  one is refused with one line, so a mistyped path cannot scatter files. ddlsim creates only
+  its own folders: the user calibration directory and the ``<gpu>/<model>/`` folders of the
+  calibration layout inside an output folder (:func:`make_parents`; taken away again when an
+  error or Ctrl-C stops the write).
 - ``-`` as the path means standard output.
 - :func:`check_output` runs all of these checks (and the file's extension) *before* the work,
   so a job never runs for minutes and then fails to write; the writer checks again.
@@ -212,8 +218,28 @@ def nearest_existing(path: str | os.PathLike[str]) -> Path:
     return p
 
 
+def check_existing_folder(path: str | os.PathLike[str], what: str = "output folder") -> None:
+    """``path`` is an existing folder ddlsim can write into (a folder named as an output is
+    never created: the module's rule); :class:`ConfigError`, one line, otherwise."""
+    p = Path(path)
+    try:
+        base = nearest_existing(p)
+        is_dir = base.is_dir()
+    except OSError as exc:
+        raise ConfigError(f"{what} {p}: {exc.strerror or exc}") from None
+    if not is_dir:
+        raise ConfigError(f"{what} {p}: {base} is not a directory")
+    if base != Path(os.path.abspath(p)):
+        raise ConfigError(
+            f"{what} {p} does not exist (ddlsim creates no folder you name: create it first)"
+        )
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {p} is not writable")
+
+
 def check_folder(path: str | os.PathLike[str], what: str = "output folder") -> None:
-    """``path`` is a folder ddlsim can write into, or one it can create (nothing is created)."""
+    """``path`` is a folder ddlsim can write into, or one of its own it can create (the user
+    calibration directory; nothing is created here)."""
     p = Path(path)
     try:
         base = nearest_existing(p)

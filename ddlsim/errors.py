@@ -31,9 +31,9 @@ MAX_SHOWN_CHARS = 100
 
 
 def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
-    """``repr(value)`` for an error message: at most ``limit`` characters of it, then how long
-    it was (``'xxxx...' (302 characters)``)."""
-    return _cut(repr(value), limit)
+    """``repr(value)`` for an error message (a float as ``{:g}``): at most ``limit``
+    characters of it, then how long it was (``'xxxx...' (302 characters)``)."""
+    return _cut(f"{value:g}" if isinstance(value, float) else repr(value), limit)
 
 
 def _cut(word: str, limit: int) -> str:

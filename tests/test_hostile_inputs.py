@@ -211,3 +211,57 @@ def test_shown_and_clip_keep_short_values_and_say_how_long_a_cut_one_was():
         "cannot write " + "p" * 97 + "... (200 characters): No space"
     )
     assert "(300 characters)" in str(UnknownNameError("model", "z" * 298, ["alexnet"]))
+
+
+# ----------------------------------------------------------------------------- one folder rule
+
+
+def test_no_writer_creates_a_folder_you_name(cli, sweep_csv, tmp_path, monkeypatch):
+    """Item 6: the folder of an output file, or an output folder, must exist (as for the
+    shell's ``>``); every writer refuses a missing one with the same words."""
+    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path / "usercal"))
+    missing = tmp_path / "missing"
+    for argv in _writers(sweep_csv)[:-1]:
+        argv = [str(missing / Path(a).name) if LONG in a else a for a in argv]
+        if argv[0] == "calibrate":
+            argv[-1] = str(missing)
+        line = _one_error_line(*cli(*argv)[::2])
+        assert "does not exist (ddlsim creates no folder you name: create it first)" in line
+        assert not missing.exists()
+
+
+def test_calibrate_creates_only_its_own_folders(cli, tmp_path, monkeypatch):
+    """The user calibration directory and the <gpu>/<model>/ layout inside an output folder
+    are ddlsim's own: created when missing."""
+    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path / "a" / "usercal"))
+    argv = ["calibrate", "--calibration", str(K80), "--transfer-to", "v100"]
+    assert cli(*argv)[0] == 0
+    assert (tmp_path / "a" / "usercal" / "v100-sxm2" / "resnet50" / "b64-fp32.json").is_file()
+    out = tmp_path / "mine"
+    out.mkdir()
+    assert cli(*argv, "--output", str(out))[0] == 0
+    assert (out / "v100-sxm2" / "resnet50" / "b64-fp32.json").is_file()
+
+
+# ----------------------------------------------------------------------------- bounded workers
+
+
+def test_workers_are_bounded_by_the_cores_and_the_memory(cli, monkeypatch, tmp_path):
+    from ddlsim.analysis import distributed
+    from ddlsim.engine import budget
+
+    monkeypatch.setattr(distributed, "usable_cores", lambda: 2)
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: 64e9)
+    assert distributed.max_local_workers() == (8, "4 per core, 2 core(s)")
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: 0.5e9)
+    limit, why = distributed.max_local_workers()
+    assert limit == 2 and "50% of the 0.5 GB available at 100 MB per worker" in why
+    monkeypatch.setattr(budget, "available_memory_bytes", lambda: None)  # not Linux
+    assert distributed.max_local_workers()[0] == 8
+    out = tmp_path / "s.csv"
+    for n in ("9", "64", "1000", "9" * 200):
+        line = _one_error_line(*cli("sweep", "--workers", n, "-o", str(out))[::2])
+        assert "is more than this machine runs usefully: at most 8 (4 per core" in line
+        assert len(line) < 300
+    assert not out.exists()
+    assert cli("sweep", "--model", "alexnet", "--workers", "64", "--serial", "-o", str(out))[0] == 0

@@ -3,7 +3,7 @@
 Every type raises :class:`argparse.ArgumentTypeError` with the value and the reason, so a bad
 flag prints one line, ``ddlsim: error: argument --flag: ...``, and exits 2 before any work.
 Output paths are checked here, at parse time, by :func:`ddlsim.atomic.check_output`: a missing
-or unwritable folder, a path that is not a regular file (a device, a FIFO, a directory) or an
+(never created) or unwritable folder, a path that is not a regular file (a device, a FIFO, a directory) or an
 extension the command does not write fails before the job runs, not after it.
 """
 
@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ddlsim.atomic import check_folder, check_output
+from ddlsim.atomic import check_existing_folder, check_output
 from ddlsim.errors import ConfigError, shown
 
 
@@ -91,9 +91,10 @@ def output_file(*suffixes: str, stdout: bool = False) -> Callable[[str], str]:
 
 
 def output_folder(text: str) -> Path:
-    """A folder that exists and takes files, or that can be created (nothing is created)."""
+    """A folder that exists and takes files (:mod:`ddlsim.atomic`: a folder you name is never
+    created)."""
     try:
-        check_folder(text, "folder")
+        check_existing_folder(text, "folder")
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return Path(text)

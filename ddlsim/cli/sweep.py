@@ -108,7 +108,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--workers",
         type=int_at_least(1),
         default=None,
-        help="local Dask worker processes (default: the CPU count)",
+        help="local Dask worker processes (default: one per usable core; at most 4 per core "
+        "and what half the available memory holds at 100 MB each)",
     )
     p.add_argument("--serial", action="store_true", help="no Dask: evaluate in this process")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line")
@@ -166,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
     from ddlsim.analysis.sweep import check_grid_size, evaluate, expand_grid, parquet_modules
     from ddlsim.cli.applies import warn_inapplicable_grid
 
+    if args.workers is not None and not args.serial and args.scheduler is None:
+        from ddlsim.analysis.distributed import check_workers
+
+        check_workers(args.workers)
     if args.output.lower().endswith(".parquet"):
         parquet_modules()  # pandas and pyarrow present: fail before the work
     raw: dict[str, Any] = load_grid_file(args.grid) if args.grid else {}
