@@ -126,7 +126,8 @@ def run_on_dask(
 
     ``scheduler`` is the address of an existing cluster (``tcp://host:8786``); without it a
     ``LocalCluster`` of ``n_workers`` single-threaded processes (default: one per usable core;
-    at most :func:`max_local_workers`) is started and closed. ``progress(done, total, elapsed_s)`` is called as chunks finish.
+    at most :func:`max_local_workers`) is started and closed. ``progress(done, total,
+    elapsed_s)`` is called as chunks finish.
     """
     require("dask.distributed", "sweep", "ddlsim sweep on Dask (or use --serial)")
     if n_workers is not None and scheduler is None:

@@ -3,8 +3,8 @@
 Every type raises :class:`argparse.ArgumentTypeError` with the value and the reason, so a bad
 flag prints one line, ``ddlsim: error: argument --flag: ...``, and exits 2 before any work.
 Output paths are checked here, at parse time, by :func:`ddlsim.atomic.check_output`: a missing
-(never created) or unwritable folder, a path that is not a regular file (a device, a FIFO, a directory) or an
-extension the command does not write fails before the job runs, not after it.
+(never created) or unwritable folder, a path that is not a regular file (a device, a FIFO, a
+directory) or an extension the command does not write fails before the job runs, not after it.
 """
 
 from __future__ import annotations
