@@ -202,7 +202,7 @@ def _from_file(req: Request, path: Path, out: TextIO) -> list[SummaryRow]:
         ],
     )
     rows = [output.save(p, req.output) for p in derived]
-    out.write(format_table(rows))
+    out.write(format_table(rows) + output.precedence_notes(rows, req.output))
     return rows
 
 
@@ -248,5 +248,5 @@ def execute(req: Request, out: TextIO | None = None, err: TextIO | None = None) 
             progress.advance()
     finally:
         progress.close()
-    out.write(format_table(rows))
+    out.write(format_table(rows) + output.precedence_notes(rows, req.output))
     return rows

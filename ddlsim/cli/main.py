@@ -31,7 +31,17 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every sub-command registered."""
-    from ddlsim.cli import calibrate, kernels, plot, predict, sweep, timeline, traces, validate
+    from ddlsim.cli import (
+        calibrate,
+        calibrations,
+        kernels,
+        plot,
+        predict,
+        sweep,
+        timeline,
+        traces,
+        validate,
+    )
 
     parser = _Parser(
         prog="ddlsim",
@@ -42,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     predict.register(sub)
     calibrate.register(sub)
+    calibrations.register(sub)
     validate.register(sub)
     traces.register(sub)
     timeline.register(sub)
