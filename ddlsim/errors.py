@@ -14,6 +14,7 @@ vocabulary, list the valid ones::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 
@@ -43,9 +44,16 @@ def _cut(word: str, limit: int) -> str:
     return f"{word[: limit - 3]}... ({len(word) - len(tail)} characters){tail}"
 
 
+#: a quoted value in a message (argparse and ``repr`` quote with ' or "; an apostrophe inside a
+#: word, as in "the file's", opens nothing)
+_QUOTED = re.compile(r"(?<!\w)'[^'\n]*'(?!\w)|(?<!\w)\"[^\"\n]*\"(?!\w)")
+
+
 def clip_long_words(message: str, limit: int = MAX_SHOWN_CHARS) -> str:
-    """``message`` on one line, every run of non-blank characters longer than ``limit`` cut as
-    :func:`shown` cuts a value (the last line of defence for a value echoed without it)."""
+    """``message`` on one line, every quoted value and every run of non-blank characters longer
+    than ``limit`` cut as :func:`shown` cuts a value (the last line of defence for a value
+    echoed without it, such as argparse's ``invalid choice: '...'``)."""
+    message = _QUOTED.sub(lambda m: _cut(" ".join(m.group(0).split()), limit), message)
     return " ".join(_cut(word, limit) for word in message.split())
 
 
