@@ -22,6 +22,8 @@ from ddlsim.analysis.sweep import INPUT_COLUMNS
 
 #: inputs that change what one GPU does (its images/s: the ideal line's slope): one panel each
 PANEL_DIMS = ("model", "gpu", "batch_per_gpu", "precision", "tf32", "data")
+#: constant inputs shown in a figure's title, with how to print them
+_TITLE = (("model", "{}"), ("gpu", "{}"), ("batch_per_gpu", "batch {:g}/GPU"), ("precision", "{}"))
 #: line styles and markers told apart at a glance (more values go into the colour key)
 LINE_STYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -150,3 +152,13 @@ def series_styles(rows: list[dict[str, Any]], dims: Sequence[str]) -> Styles:
         styles={v: i for i, v in enumerate(values[style_dim])} if style_dim else {},
         markers={v: i for i, v in enumerate(values[marker_dim])} if marker_dim else {},
     )
+
+
+def title(rows: list[dict[str, Any]], dims: list[str], what: str) -> str:
+    """``what: p100-sxm2, batch 64/GPU, fp32``: the inputs every configuration shares."""
+    parts = [
+        form.format(rows[0][c])
+        for c, form in _TITLE
+        if c in rows[0] and c not in dims and rows[0][c] is not None
+    ]
+    return f"{what}: {', '.join(parts)}" if parts else what

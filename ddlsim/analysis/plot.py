@@ -32,6 +32,7 @@ from ddlsim.analysis.facets import (
     series_key,
     series_styles,
     split_dimensions,
+    title,
 )
 from ddlsim.analysis.sweep import read_rows
 from ddlsim.atomic import atomic_write, check_output
@@ -54,8 +55,6 @@ REQUIRED = {
         "coordination_s",
     ),
 }
-#: constant inputs shown in the title, with how to print them
-_TITLE = (("model", "{}"), ("gpu", "{}"), ("batch_per_gpu", "batch {:g}/GPU"), ("precision", "{}"))
 #: one panel's size (inches) and the most panels side by side
 PANEL_IN = (4.6, 3.4)
 MAX_COLUMNS = 3
@@ -100,16 +99,6 @@ def figure_format(path: str | os.PathLike[str]) -> str:
             f"{' or '.join(FORMATS)}"
         )
     return fmt_name
-
-
-def title(rows: list[dict[str, Any]], dims: list[str], what: str) -> str:
-    """``what: p100-sxm2, batch 64/GPU, fp32``: the inputs every configuration shares."""
-    parts = [
-        form.format(rows[0][c])
-        for c, form in _TITLE
-        if c in rows[0] and c not in dims and rows[0][c] is not None
-    ]
-    return f"{what}: {', '.join(parts)}" if parts else what
 
 
 def figure(kind: str, rows: list[dict[str, Any]]) -> Any:

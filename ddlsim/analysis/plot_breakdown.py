@@ -17,8 +17,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from ddlsim.analysis.facets import panels, series_key, split_dimensions
-from ddlsim.analysis.plot import title
+from ddlsim.analysis.facets import panels, series_key, split_dimensions, title
 
 #: breakdown parts stacked in a bar: column, legend label, colour
 STACK = (
