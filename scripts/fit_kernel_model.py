@@ -12,10 +12,10 @@ over every P100 pass (differential evolution, fixed seed, then Nelder-Mead), and
    held-out GPU (a second check of how the model transfers; the shipped fit is the P100 one).
 
 ``--write`` stores the P100 fit and the table of (1) in kernel_model.json; ``--skip-held-out``
-skips (2), the slow part (four more fits). On this project's 2-core machine the P100 fit takes
-about DURATION_P100 and the whole script about DURATION_ALL; a progress line on stderr shows
-the fit and the generation it is at, its best loss, elapsed and remaining time. scipy is in
-the dev extra.
+skips (2), the slow part (four more fits, each on three times the rows: about half an hour on
+2 busy cores). The P100 fit took 9.5 minutes on this project's shared 2-core machine, at 40% of
+one core (2026-11-25: about 4 minutes of one core). A progress line on stderr shows the fit and
+the generation it is at, its best loss, elapsed and remaining time. scipy is in the dev extra.
 """
 
 from __future__ import annotations

@@ -2,8 +2,9 @@
 
     python scripts/fit_sync.py [traces/measured/runs.csv]
 
-Takes about 4 minutes on this project's 2-core machine (64 grid points x 174 rows, then 8 x 6
-large-N rows); a progress line on stderr shows the point it is at, elapsed and remaining time.
+Takes 377 s of one core (2026-11-25; 30 minutes of wall time on this project's shared 2-core
+machine, at 21% of a core): 64 grid points x 174 rows, then 8 x 6 large-N rows. A progress line
+on stderr shows the point it is at, elapsed and remaining time.
 
 The figures (``ddlsim.engine.sync``): ``host_contention`` c, the compute slowdown of GPUs
 sharing a node, and ``rank_sigma`` sigma, the per-rank per-iteration variability whose wait
