@@ -82,9 +82,7 @@ def fit(
         generation += 1
         if progress is not None and generation % 10 == 0:
             loss = getattr(intermediate_result, "fun", float("nan"))
-            progress.show(
-                f"{label}: generation {generation}/{GENERATIONS}, loss {loss:.4f}"
-            )
+            progress.show(f"{label}: generation {generation}/{GENERATIONS}, loss {loss:.4f}")
 
     coarse = differential_evolution(
         _loss,
