@@ -191,3 +191,12 @@ def test_the_overlap_check_finds_overprinted_labels():
     ax = fig.add_subplot()
     ax.set_xticks(range(20), [f"configuration {i}" for i in range(20)])
     assert overlaps(fig)
+
+
+def test_a_sweep_of_more_baselines_than_a_figure_holds_is_refused(tmp_path, cli):
+    rows = [dict(r, batch_per_gpu=float(b)) for r in thousand_rows()[:40] for b in range(1, 71)]
+    path = tmp_path / "big.csv"
+    path.write_text(rows_to_csv(rows))
+    code, _, err = cli("plot", str(path), "-o", str(tmp_path / "f.png"))
+    assert code == 2 and "more than the 60 one figure holds readably" in err
+    assert not (tmp_path / "f.png").exists()

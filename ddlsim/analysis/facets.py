@@ -19,11 +19,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ddlsim.analysis.sweep import INPUT_COLUMNS
+from ddlsim.errors import ConfigError
 
 #: inputs that change what one GPU does (its images/s: the ideal line's slope): one panel each
 PANEL_DIMS = ("model", "gpu", "batch_per_gpu", "precision", "tf32", "data")
 #: constant inputs shown in a figure's title, with how to print them
 _TITLE = (("model", "{}"), ("gpu", "{}"), ("batch_per_gpu", "batch {:g}/GPU"), ("precision", "{}"))
+#: most panels (or rows of bars) one figure holds: 20 rows of 3 panels, about 70 inches tall
+MAX_PANELS = 60
 #: line styles and markers told apart at a glance (more values go into the colour key)
 LINE_STYLES = ("-", "--", ":", "-.")
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
@@ -84,12 +87,24 @@ def split_dimensions(dims: Sequence[str]) -> tuple[list[str], list[str]]:
 
 
 def panels(rows: list[dict[str, Any]], dims: Sequence[str]) -> list[Panel]:
-    """The rows grouped by their values of ``dims``, in the order the sweep lists them."""
+    """The rows grouped by their values of ``dims``, in the order the sweep lists them; more
+    than :data:`MAX_PANELS` of them is a :class:`ConfigError` (no figure shows them all)."""
     out: dict[tuple[str, ...], Panel] = {}
     for r in rows:
         key = tuple(fmt(r.get(d)) for d in dims)
         out.setdefault(key, Panel(key)).rows.append(r)
+    check_panel_count(len(out), dims)
     return list(out.values())
+
+
+def check_panel_count(count: int, dims: Sequence[str]) -> None:
+    """Refuse a figure of more than :data:`MAX_PANELS` panels, naming what makes them."""
+    if count > MAX_PANELS:
+        what = ", ".join(dims) or "configurations"
+        raise ConfigError(
+            f"the sweep has {count} panels' worth ({what}), more than the {MAX_PANELS} one "
+            "figure holds readably; plot a part of the sweep file (fewer rows)"
+        )
 
 
 def series_key(row: dict[str, Any], dims: Sequence[str]) -> tuple[str, ...]:

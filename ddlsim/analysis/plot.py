@@ -39,7 +39,18 @@ from ddlsim.atomic import atomic_write, check_output
 from ddlsim.errors import ConfigError
 from ddlsim.extras import require
 
-__all__ = ["FORMATS", "KINDS", "figure_format", "plot_sweep", "series_dimensions", "title"]
+__all__ = [
+    "FORMATS",
+    "KINDS",
+    "colour",
+    "figure",
+    "figure_format",
+    "fmt",
+    "gpu_ticks",
+    "plot_sweep",
+    "series_dimensions",
+    "title",
+]
 
 KINDS = ("scaling", "efficiency", "breakdown")
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -249,6 +260,3 @@ def _legend_handles(styles: Styles, kind: str) -> list[Any]:
         "ideal linear (the panel's 1-GPU rate x GPUs)" if kind == "scaling" else "linear scaling"
     )
     return [*handles, Line2D([], [], **{**IDEAL, "zorder": 0}, label=ideal)]
-
-
-__all__ += ["colour", "figure", "fmt", "gpu_ticks"]

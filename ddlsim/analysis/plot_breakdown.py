@@ -17,7 +17,13 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
-from ddlsim.analysis.facets import panels, series_key, split_dimensions, title
+from ddlsim.analysis.facets import (
+    check_panel_count,
+    panels,
+    series_key,
+    split_dimensions,
+    title,
+)
 
 #: breakdown parts stacked in a bar: column, legend label, colour
 STACK = (
@@ -73,6 +79,7 @@ def _rows_of_bars(rows: list[dict[str, Any]], dims: list[str]) -> list[tuple[str
         for i, chunk in enumerate(chunks):
             part = f"{i + 1} of {len(chunks)}" if len(chunks) > 1 else ""
             out.append((f"{name} ({part})" if name and part else name or part, chunk))
+    check_panel_count(len(out), [*panel_dims, *series_dims])
     return out
 
 
