@@ -188,6 +188,7 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
             "device_rule": calibration_use.device_rule(prof),
             "step_time_s": prof.step_time_s,
             "provenance": prof.provenance,
+            **_user_calibration(setup),
         },
         "grad_bytes": workload.model.grad_bytes(strategy.grad_dtype),
         "rank_sigma": options.rank_sigma,
@@ -202,6 +203,14 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
         per_node = strategy.batch_per_gpu * cluster.local_gpus
         inputs["host_input_images_per_s"] = per_node / setup.input_time_s
     return inputs
+
+
+def _user_calibration(setup: Setup) -> dict[str, Any]:
+    """``{"user": ...}`` when the user calibration directory has a file for this configuration
+    (used, shadowing a shipped one, or passed over: :class:`ddlsim.workload.store.Choice`)."""
+    choice = setup.calibration_choice
+    user = choice.to_dict() if choice is not None else None
+    return {} if user is None else {"user": user}
 
 
 def record(job: JobConfig, setup: Setup) -> dict[str, Any]:

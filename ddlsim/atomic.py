@@ -11,6 +11,12 @@ Rules (the same for every sub-command and every writer):
 - **Atomic**: the data goes to a temporary file beside the target, then one rename puts it in
   place. A reader never sees a half-written file; an error or Ctrl-C while writing leaves
   neither the target changed nor the temporary file behind. The target keeps its permissions.
+- **Folders are never created for you.** The folder of an output file, and a folder given
+  as an output (``calibrate --output DIR``), must exist, as for the shell's ``>``: a missing
+  one is refused with one line, so a mistyped path cannot scatter files. ddlsim creates only
+  its own folders: the user calibration directory and the ``<gpu>/<model>/`` folders of the
+  calibration layout inside an output folder (:func:`make_parents`; taken away again when an
+  error or Ctrl-C stops the write).
 - ``-`` as the path means standard output.
 - :func:`check_output` runs all of these checks (and the file's extension) *before* the work,
   so a job never runs for minutes and then fails to write; the writer checks again.
@@ -81,14 +87,14 @@ def check_output(
 def check_replaceable(path: str | os.PathLike[str]) -> Path:
     """The file a write to ``path`` would replace (symlinks followed), after checking that it is
     a regular file or does not exist yet; :class:`ConfigError` (one line) otherwise."""
-    p = Path(path)
-    target = resolve_target(p)
+    p = target = Path(path)
     try:
+        target = resolve_target(p)
         mode = os.stat(target).st_mode
     except FileNotFoundError:
         return target
-    except OSError as exc:
-        raise ConfigError(f"cannot write {p}{_via(p, target)}: {exc.strerror or exc}") from None
+    except OSError as exc:  # a name too long, a loop of links, a folder not searchable
+        raise _cannot_write(p, target, exc) from None
     if not stat.S_ISREG(mode):
         kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
         raise ConfigError(
@@ -102,12 +108,24 @@ def _via(p: Path, target: Path) -> str:
     return f" (a symlink to {target})" if target != p else ""
 
 
+def _cannot_write(p: Path, target: Path, exc: OSError) -> ConfigError:
+    """The one-line error of an operating-system error on an output path."""
+    return ConfigError(f"cannot write {p}{_via(p, target)}: {exc.strerror or exc}")
+
+
 def _check_target(p: Path) -> Path:
     """The resolved target of ``p``, after checking it and its folder; ConfigError otherwise."""
     target = check_replaceable(p)
     folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise ConfigError(f"cannot write {p}{_via(p, target)}: folder {folder} does not exist")
+    try:
+        is_dir = folder.is_dir()
+    except OSError as exc:
+        raise _cannot_write(p, target, exc) from None
+    if not is_dir:
+        raise ConfigError(
+            f"cannot write {p}{_via(p, target)}: folder {folder} does not exist (ddlsim "
+            "creates no folder you name: create it first)"
+        )
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(f"cannot write {p}{_via(p, target)}: folder {folder} is not writable")
     return target
@@ -168,9 +186,12 @@ def make_parents(path: str | os.PathLike[str]) -> list[Path]:
     interrupted before it wrote anything can take them away again (:func:`remove_empty`)."""
     missing: list[Path] = []
     folder = Path(path).parent
-    while not folder.exists() and folder != folder.parent:
-        missing.append(folder)
-        folder = folder.parent
+    try:
+        while not folder.exists() and folder != folder.parent:
+            missing.append(folder)
+            folder = folder.parent
+    except OSError as exc:
+        raise ConfigError(f"cannot create folder {folder}: {exc.strerror or exc}") from None
     missing.reverse()
     for folder in missing:
         try:
@@ -198,11 +219,35 @@ def nearest_existing(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def check_folder(path: str | os.PathLike[str], what: str = "output folder") -> None:
-    """``path`` is a folder ddlsim can write into, or one it can create (nothing is created)."""
+def check_existing_folder(path: str | os.PathLike[str], what: str = "output folder") -> None:
+    """``path`` is an existing folder ddlsim can write into (a folder named as an output is
+    never created: the module's rule); :class:`ConfigError`, one line, otherwise."""
     p = Path(path)
-    base = nearest_existing(p)
-    if not base.is_dir():
+    try:
+        base = nearest_existing(p)
+        is_dir = base.is_dir()
+    except OSError as exc:
+        raise ConfigError(f"{what} {p}: {exc.strerror or exc}") from None
+    if not is_dir:
+        raise ConfigError(f"{what} {p}: {base} is not a directory")
+    if base != Path(os.path.abspath(p)):
+        raise ConfigError(
+            f"{what} {p} does not exist (ddlsim creates no folder you name: create it first)"
+        )
+    if not os.access(p, os.W_OK | os.X_OK):
+        raise ConfigError(f"{what} {p} is not writable")
+
+
+def check_folder(path: str | os.PathLike[str], what: str = "output folder") -> None:
+    """``path`` is a folder ddlsim can write into, or one of its own it can create (the user
+    calibration directory; nothing is created here)."""
+    p = Path(path)
+    try:
+        base = nearest_existing(p)
+        is_dir = base.is_dir()
+    except OSError as exc:
+        raise ConfigError(f"{what} {p}: {exc.strerror or exc}") from None
+    if not is_dir:
         raise ConfigError(f"{what} {p}: {base} is not a directory")
     if not os.access(base, os.W_OK | os.X_OK):
         raise ConfigError(f"{what} {p}: {base} is not writable")

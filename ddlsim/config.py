@@ -32,10 +32,11 @@ from typing import Any
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_max_events
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
-from ddlsim.errors import ConfigError
+from ddlsim.errors import ConfigError, shown
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
 from ddlsim.schedules import DEFAULT_PARTITION_BYTES
 from ddlsim.units import MiB
+from ddlsim.workload.profile import MIN_IMAGES_PER_SEC, check_images_per_sec
 from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES, validate_ttt_inputs
 
 #: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
@@ -45,6 +46,16 @@ MAX_JITTER_SIGMA = 1.0
 MAX_SLOWDOWN = 100.0
 #: largest accepted fusion threshold, MiB
 MAX_FUSION_THRESHOLD_MB = 65536
+#: accepted Horovod cycle times, ms, besides 0 (no cycle): from a microsecond (below it the
+#: cycle count of one iteration overflows what a float counts exactly) to ten seconds
+MIN_CYCLE_TIME_MS = 1e-3
+MAX_CYCLE_TIME_MS = 10_000
+
+
+def _finite_in(value: Any, low: float, high: float) -> bool:
+    """``value`` is a real number (not a bool), finite, in [low, high]."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    return ok and math.isfinite(value) and low <= value <= high
 
 
 @dataclass(frozen=True)
@@ -68,9 +79,8 @@ class WorkloadConfig:
 
     def __post_init__(self) -> None:
         validate_ttt_inputs(self.epochs, self.dataset_images)
-        ips = self.single_gpu_throughput
-        if ips is not None and not 0 < ips < 1e7:
-            raise ConfigError(f"single-GPU throughput must be in (0, 1e7) img/s, got {ips}")
+        if self.single_gpu_throughput is not None:
+            check_images_per_sec(self.single_gpu_throughput, "single-GPU throughput")
 
 
 @dataclass(frozen=True)
@@ -98,10 +108,12 @@ class SystemConfig:
     def __post_init__(self) -> None:
         rate = self.host_input_images_per_s
         if rate is not None:
-            if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
-                raise ConfigError(f"host input rate must be a number, got {rate!r}")
-            if not 0 < rate < 1e9:
-                raise ConfigError(f"host input rate must be in (0, 1e9) images/s, got {rate:g}")
+            ok = isinstance(rate, numbers.Real) and not isinstance(rate, bool)
+            if not ok or not math.isfinite(rate) or not MIN_IMAGES_PER_SEC <= rate <= 1e9:
+                raise ConfigError(
+                    f"host input rate must be a number of images/s in {MIN_IMAGES_PER_SEC:g}..1e9,"
+                    f" got {shown(rate)}"
+                )
 
 
 @dataclass(frozen=True)
@@ -153,9 +165,15 @@ class ExecutionConfig:
                 f"got {cap!r}"
             )
         mb = self.fusion_threshold_mb
-        if mb is not None and not 0 <= mb <= MAX_FUSION_THRESHOLD_MB:
+        if mb is not None and not _finite_in(mb, 0, MAX_FUSION_THRESHOLD_MB):
             raise ConfigError(
-                f"fusion threshold must be in 0..{MAX_FUSION_THRESHOLD_MB} MiB, got {mb:g} MiB"
+                f"fusion threshold must be in 0..{MAX_FUSION_THRESHOLD_MB} MiB, got {shown(mb)}"
+            )
+        ms = self.cycle_time_ms
+        if ms is not None and not (ms == 0 or _finite_in(ms, MIN_CYCLE_TIME_MS, MAX_CYCLE_TIME_MS)):
+            raise ConfigError(
+                f"cycle time must be 0 or in {MIN_CYCLE_TIME_MS:g}..{MAX_CYCLE_TIME_MS:g} ms, "
+                f"got {shown(ms)}"
             )
 
 

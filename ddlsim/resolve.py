@@ -31,7 +31,7 @@ from ddlsim.workload.kernels import without_tf32
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import ModelProfile
 from ddlsim.workload.retime import roofline_retime
-from ddlsim.workload.store import find_profile
+from ddlsim.workload.store import Choice, find_profile_and_choice
 from ddlsim.workload.workload import Workload
 from ddlsim.workload.zoo import get_model
 
@@ -54,6 +54,9 @@ class Setup:
     input_time_s: float
     #: the calibration file the compute times were read from (given, found, or derived from)
     calibration_source: str | None = None
+    #: how the search chose that file over the user's or the shipped one (None: given with
+    #: ``--calibration``; :mod:`ddlsim.workload.store`)
+    calibration_choice: Choice | None = None
 
     def simulate(self, options: SimOptions | None = None) -> SimResult:
         """Run the engine on this configuration."""
@@ -96,11 +99,14 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
             f"GPU {cluster.device.id!r} has no fast fp16 path; mixed precision (amp) is not "
             "modelled for it: use --precision fp32"
         )
+    choice = None
     if file_prof is not None:
         prof = calibration_use.for_cluster(file_prof, w.calibration, cluster)
         source = str(w.calibration)
     else:
-        prof = find_profile(spec, cluster.device, strategy.batch_per_gpu, strategy.precision)
+        prof, choice = find_profile_and_choice(
+            spec, cluster.device, strategy.batch_per_gpu, strategy.precision
+        )
         source = prof.path or prof.provenance.get("from_file")
     if not w.tf32 and tf32_applies(cluster.device, strategy.precision):
         prof = _without_tf32(prof, spec, cluster.device)
@@ -126,7 +132,7 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
         n_ps=comm_model.n_channels(),
         op_time_s=lambda nbytes: comm_model.time_s(nbytes, "allreduce", 0),
     )
-    return Setup(workload, cluster, strategy, comm_model, dag, input_s, source)
+    return Setup(workload, cluster, strategy, comm_model, dag, input_s, source, choice)
 
 
 def _strategy(
@@ -197,6 +203,7 @@ def _workload(
     if single_ips is not None:
         prof = prof.scaled((strategy.batch_per_gpu / single_ips) / prof.step_time_s)
         prof = _with_provenance(prof, single_ips)
+        profile_io.check(prof, f"the calibration rescaled to {single_ips:g} images/s on 1 GPU")
     return Workload.build(spec, prof)
 
 

@@ -12,8 +12,10 @@ over every P100 pass (differential evolution, fixed seed, then Nelder-Mead), and
    held-out GPU (a second check of how the model transfers; the shipped fit is the P100 one).
 
 ``--write`` stores the P100 fit and the table of (1) in kernel_model.json; ``--skip-held-out``
-skips (2), the slow part (four more fits: about half an hour on 2 busy cores). scipy is in the
-dev extra.
+skips (2), the slow part (four more fits, each on three times the rows: about half an hour on
+2 busy cores). The P100 fit took 9.5 minutes on this project's shared 2-core machine, at 40% of
+one core (2026-11-25: about 4 minutes of one core). A progress line on stderr shows the fit and
+the generation it is at, its best loss, elapsed and remaining time. scipy is in the dev extra.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import numpy as np
 from scipy.optimize import differential_evolution, minimize
 
 from ddlsim.atomic import atomic_write_text
+from ddlsim.calibrate.progress import Progress
 from ddlsim.workload import kernels
 from ddlsim.workload.kernel_check import (
     PASSES,
@@ -59,12 +62,40 @@ def _loss(values: np.ndarray, rows: list[KernelRow], base: kernels.KernelModel) 
     )
 
 
-def fit(rows: list[KernelRow], base: kernels.KernelModel) -> kernels.KernelModel:
-    """The coefficients minimising the mean |log error| over ``rows``."""
+#: differential evolution's generations at most (it may converge sooner)
+GENERATIONS = 150
+
+
+def fit(
+    rows: list[KernelRow],
+    base: kernels.KernelModel,
+    progress: Progress | None = None,
+    label: str = "",
+) -> kernels.KernelModel:
+    """The coefficients minimising the mean |log error| over ``rows``; ``progress`` shows
+    ``label``, the generation reached and the best loss every 10 generations."""
     bounds = list(BOUNDS.values())
+    generation = 0
+
+    def report(intermediate_result: object) -> None:
+        nonlocal generation
+        generation += 1
+        if progress is not None and generation % 10 == 0:
+            loss = getattr(intermediate_result, "fun", float("nan"))
+            progress.show(f"{label}: generation {generation}/{GENERATIONS}, loss {loss:.4f}")
+
     coarse = differential_evolution(
-        _loss, bounds, args=(rows, base), seed=1, maxiter=150, tol=1e-7, polish=False
+        _loss,
+        bounds,
+        args=(rows, base),
+        seed=1,
+        maxiter=GENERATIONS,
+        tol=1e-7,
+        polish=False,
+        callback=report,
     )
+    if progress is not None:
+        progress.show(f"{label}: Nelder-Mead from loss {coarse.fun:.4f}")
     fine = minimize(
         _loss,
         coarse.x,
@@ -111,17 +142,22 @@ def main(argv: list[str]) -> int:
     rows, _, _ = read_kernel_csv(paths[0] if paths else DEFAULT_CSV)
     base = kernels.default_model()
     p100 = [r for r in rows if r.gpu == FIT_GPU]
-    model = fit(p100, base)
+    gpus = list(dict.fromkeys(r.gpu for r in rows)) if held else []
+    progress = Progress([len(p100), *(len(rows) - len(p100) for _ in gpus)], name="fit")
+    model = fit(p100, base, progress, f"P100 fit ({len(p100)} rows)")
+    progress.advance()
     print("fitted on the P100 rows:")
     for name in BOUNDS:
         print(f"  {name:<22} {getattr(model, name):.6g}")
     applied = table(rows, model)
     _print("\nP100 fit applied to every GPU (MAPE):", applied)
     held_out = {}
-    for gpu in dict.fromkeys(r.gpu for r in rows) if held else ():
-        other = fit([r for r in rows if r.gpu != gpu], base)
+    for gpu in gpus:
+        other = fit([r for r in rows if r.gpu != gpu], base, progress, f"{gpu} held out")
+        progress.advance()
         held_out[gpu] = table([r for r in rows if r.gpu == gpu], other)[gpu]
         print(f"  held out {gpu}: fitted {other.as_dict()}")
+    progress.close()
     if held:
         _print("\nleave one GPU out: fitted on the other GPUs, MAPE on the held-out one:", held_out)
     if write:

@@ -2,6 +2,10 @@
 
     python scripts/fit_sync.py [traces/measured/runs.csv]
 
+Takes 377 s of one core (2026-11-25; 30 minutes of wall time on this project's shared 2-core
+machine, at 21% of a core): 64 grid points x 174 rows, then 8 x 6 large-N rows. A progress line
+on stderr shows the point it is at, elapsed and remaining time.
+
 The figures (``ddlsim.engine.sync``): ``host_contention`` c, the compute slowdown of GPUs
 sharing a node, and ``rank_sigma`` sigma, the per-rank per-iteration variability whose wait
 grows with N (like sigma sqrt(2 ln N)). Interference (channels / SMs) is computed, not fitted.
@@ -29,6 +33,7 @@ import sys
 import numpy as np
 
 from ddlsim.api import predict
+from ddlsim.calibrate.progress import Progress
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA
 from ddlsim.errors import DdlsimError
 from ddlsim.validate.baseline import BaselineIndex
@@ -101,14 +106,24 @@ def main(path: str = "traces/measured/runs.csv") -> None:
     every = [r.run_id for r, *_ in rows]
     fit_ids = [r.run_id for r, *_ in big if r.gpus == 128 and r.model != "vgg16"]
     grid = list(itertools.product(CONTENTION, SIGMA))
-    table = {p: rel_errors(rows, *p) for p in grid}
+    progress = Progress([len(rows)] * len(grid) + [len(big)] * len(SIGMA), name="fit_sync")
+    table = {}
+    for point in grid:
+        progress.show(f"c = {point[0]}, sigma = {point[1]}: {len(rows)} rows")
+        table[point] = rel_errors(rows, *point)
+        progress.advance()
     print(f"1. single-node rows ({len(single)}): MAPE (%) by host contention c (rows) and rank")
     print("   sigma (columns)")
     print("   c \\ sigma " + " ".join(f"{s:>6.3f}" for s in SIGMA))
     for c in CONTENTION:
         print(f"   {c:>9.3f} " + " ".join(f"{mape(table[(c, s)], single):>6.2f}" for s in SIGMA))
     valley = {s: min(CONTENTION, key=lambda c, s=s: mape(table[(c, s)], single)) for s in SIGMA}
-    big_table = {s: rel_errors(big, valley[s], s) for s in SIGMA}
+    big_table = {}
+    for s in SIGMA:
+        progress.show(f"sigma = {s}: {len(big)} large-N rows")
+        big_table[s] = rel_errors(big, valley[s], s)
+        progress.advance()
+    progress.close()
     print(f"\n2. along the valley (best c per sigma), {LARGE_N_SOURCE} rows predicted with the")
     print(f"   source's configuration {HOROVOD_2018}: efficiency error (points)")
     names = [f"{r.model[:9]}@{r.gpus}" for r, *_ in big]

@@ -132,12 +132,13 @@ def test_predict_applies_the_device_rule_to_a_profiled_file(profiled, tmp_path):
 
 def test_gpu_absent_fails_before_writing(tmp_path, capsys):
     out = tmp_path / "out"
+    out.mkdir()
     argv = ["calibrate", "--gpu", "p100", "--model", MODEL, "--output", str(out)]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "ddlsim: error: no p100-sxm2 GPU" in err
     assert "it sees: CPU:0 (" in err and "ddlsim calibrate --device cpu" in err
-    assert not out.exists()
+    assert list(out.iterdir()) == []
 
 
 def test_amp_on_the_cpu_is_refused(tmp_path, capsys):
@@ -148,11 +149,11 @@ def test_amp_on_the_cpu_is_refused(tmp_path, capsys):
 
 def test_tensorflow_missing_says_how_to_install(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "tensorflow", None)
-    argv = ["calibrate", "--device", "cpu", "--output", str(tmp_path / "out")]
+    argv = ["calibrate", "--device", "cpu", "--output", str(tmp_path)]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "pip install -e '.[calibrate]'" in err and err.count("\n") == 1
-    assert not (tmp_path / "out").exists()
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_ctrl_c_mid_pass_exits_130_and_writes_nothing(tmp_path, capsys, monkeypatch):
@@ -179,9 +180,8 @@ def test_ctrl_c_while_writing_leaves_no_partial_file(profiled, tmp_path, capsys,
 
     monkeypatch.setattr("ddlsim.atomic.os.fsync", interrupted_sync)
     argv = ["calibrate", "--device", "cpu", "--model", MODEL, "--batch", str(BATCH)]
-    out = tmp_path / "cal"
-    assert main([*argv, "--output", str(out)]) == 130
-    assert not out.exists()  # no file, no temporary file, no empty folder
+    assert main([*argv, "--output", str(tmp_path)]) == 130
+    assert list(tmp_path.iterdir()) == []  # no file, no temporary file, no empty folder
 
 
 def test_anchor_and_transfer_after_a_pass(profiled, tmp_path, capsys, monkeypatch):

@@ -1,14 +1,19 @@
-"""A fuzz test of the whole command line (issue 11, Checks).
+"""A fuzz test of the whole command line (issue 11, Checks; issue 23, Checks).
 
 Hypothesis draws, for every sub-command, a few of its flags (read from the parser itself, so a
-flag added later is fuzzed too) with random values (numbers out of range, non-finite, not
-numbers, unknown names), input files with random contents (empty, truncated, binary, another
-file's schema, missing, a folder) and output paths of every kind (a new file, a missing
-folder, a wrong extension, a folder, a FIFO, an existing file, ``-``). Whatever it draws:
+flag added later is fuzzed too) with random values (numbers out of range, non-finite, huge and
+tiny -- 1e308, 1e-308, 5e-324 --, not numbers, unknown names, 300 characters), input files with
+random contents (empty, truncated, binary, another file's schema, absurd values in the right
+schema, missing, a folder, a name longer than the file system takes) and output paths of every
+kind (a new file, a missing folder, a wrong extension, a folder, a FIFO, an existing file, a
+name too long, a path too long, ``-``), and whether SIGTERM or SIGINT arrives while the command
+writes its output. Whatever it draws:
 
-- no traceback, and the exit code is 0, 2 or 130;
-- a failure is one line on stderr (``ddlsim: error: ...``) and leaves the scratch folder as it
-  was: no output, no temporary file, an existing file unchanged, a FIFO still a FIFO.
+- no traceback, and the exit code is 0, 2, 130 (SIGINT) or 143 (SIGTERM);
+- a failure is one line on stderr (``ddlsim: error: ...``, ``ddlsim: interrupted``,
+  ``ddlsim: terminated``) and leaves the scratch folder as it was: no output, no temporary
+  file, an existing file unchanged, a FIFO still a FIFO; and no temporary folder is left in
+  the temporary directory (``tempfile``'s, pointed into the scratch folder).
 
 The default run keeps to a few examples per sub-command (well under 30 s); the ``slow``
 profile draws many more. Sweeps run serially (``--serial``) and TensorFlow is reported missing,
@@ -22,8 +27,10 @@ import contextlib
 import io
 import json
 import os
+import signal
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +52,7 @@ VALID = {
 NUMBERS = [
     *("0", "-1", "1", "2", "3", "8", "16", "0.5", "64", "1e300", "-1e-300", "99999999999"),
     *("nan", "inf", "-inf", "abc", "", "1:2", "0x10"),
+    *("1e308", "1e-308", "5e-324", "-0", "1.7976931348623157e308", "1" * 400),
 ]
 NAMES = [
     *("alexnet", "resnet50", "p100", "v100", "k80", "epyc-zen4-core", "ib-edr", "25gbe"),
@@ -64,6 +72,15 @@ INPUTS = {
     "timeline": "timeline",
 }
 OUTPUTS = ("output", "plot")
+#: a file-name component longer than NAME_MAX (255), and a path longer than PATH_MAX (4096)
+LONG_NAME = "n" * 300
+LONG_PATH = "/".join(["d" * 200] * 25)
+#: what each kind of input file holds when its values are absurd (the right schema)
+ABSURD = {
+    "calibration": lambda: _absurd_calibration(),
+    "sweep": lambda: VALID["sweep"].replace(b"\nalexnet,p100-sxm2,1,", b"\nalexnet,p100-sxm2,-4,"),
+    "runs": lambda: VALID["runs"].replace(b",synthetic,219,", b",synthetic,1e-308,"),
+}
 EXTENSIONS = (".json", ".csv", ".parquet", ".png", ".svg", ".txt", "")
 #: what each command writes (drawn more often than the others)
 WRITES = {
@@ -77,6 +94,7 @@ WRITES = {
 #: a start that gets past the first checks, used for half of the examples
 SEEDS = {
     "calibrate": ["--calibration", "<seed>", "--transfer-to", "v100"],
+    "plot": ["<sweep>", "--kind", "breakdown"],
     "sweep": ["--model", "alexnet", "--gpus", "1", "8"],
     "timeline": ["--model", "alexnet"],
 }
@@ -102,6 +120,12 @@ def _result_json() -> bytes:
 
     doc = ddlsim.predict("alexnet", 8).to_dict()
     return json.dumps(doc, indent=2).encode("utf-8")
+
+
+def _absurd_calibration() -> bytes:
+    doc = json.loads(VALID["calibration"])
+    doc["layers"] = [[n, 1e308, 1e-308, g] for n, _, _, g in doc["layers"]]
+    return json.dumps(doc).encode("utf-8")
 
 
 VALID["sweep"] = _sweep_csv()
@@ -160,6 +184,7 @@ def invocations(draw, path: tuple[str, ...]):
         def one(draw2):
             name = f"in{len(inputs)}"
             kinds = ["valid"] * 4 + ["empty", "truncated", "binary", "other", "missing", "dir"]
+            kinds += ["absurd", "long"] if kind in ABSURD else ["long"]
             content = draw2(st.sampled_from(kinds))
             suffix = draw2(st.sampled_from([".dat", ".csv", ".parquet", ".json", ".yaml"]))
             inputs[name] = (kind, content, suffix)
@@ -170,7 +195,8 @@ def invocations(draw, path: tuple[str, ...]):
     argv: list[str] = list(path)
     if path[-1] in SEEDS and draw(st.booleans()):
         seed = SEEDS[path[-1]]
-        argv += [draw(files("calibration")) if a == "<seed>" else a for a in seed]
+        stand_in = {"<seed>": "calibration", "<sweep>": "sweep"}
+        argv += [draw(files(stand_in[a])) if a in stand_in else a for a in seed]
     positionals = [a for a in parser._actions if not a.option_strings]
     optionals = [
         a
@@ -189,12 +215,12 @@ def invocations(draw, path: tuple[str, ...]):
         argv.extend(_value(draw, action, files))
     if path == ("sweep",):
         argv.append("--serial")
-    output = draw(
-        st.sampled_from(["new"] * 4 + ["nodir", "dir", "fifo", "existing", "symlink", "-"])
-    )
+    kinds = ["new"] * 4 + ["nodir", "dir", "fifo", "existing", "symlink", "-", "long", "deep"]
+    output = draw(st.sampled_from(kinds))
     good = WRITES.get(path[-1], ())
     extension = draw(st.sampled_from([*good * 6, *EXTENSIONS]))
-    return argv, inputs, (output, extension)
+    signal_at_write = draw(st.sampled_from([None] * 4 + [signal.SIGTERM, signal.SIGINT]))
+    return argv, inputs, (output, extension), signal_at_write
 
 
 def _make_input(
@@ -202,6 +228,8 @@ def _make_input(
 ) -> Path:
     path = folder / f"{name}{suffix}"
     valid = VALID["parquet"] if kind == "sweep" and suffix == ".parquet" else VALID[kind]
+    if content == "long":
+        return folder / f"{name}{LONG_NAME}{suffix}"
     if content == "missing":
         return path
     if content == "dir":
@@ -213,6 +241,7 @@ def _make_input(
         "truncated": valid[: max(1, len(valid) // 3)],
         "binary": rng_bytes,
         "other": VALID["runs" if kind != "runs" else "calibration"],
+        "absurd": ABSURD[kind]() if kind in ABSURD else valid,
     }[content]
     path.write_bytes(data)
     return path
@@ -224,6 +253,10 @@ def _make_output(folder: Path, kind: str, extension: str) -> str:
     path = folder / f"out{extension}"
     if kind == "nodir":
         return str(folder / "nodir" / f"out{extension}")
+    if kind == "long":
+        return str(folder / f"out{LONG_NAME}{extension}")
+    if kind == "deep":
+        return str(folder / LONG_PATH / f"out{extension}")
     if kind == "dir":
         path.mkdir()
     elif kind == "fifo":
@@ -245,9 +278,24 @@ def _snapshot(folder: Path) -> dict[str, tuple[int, bytes | None]]:
     return out
 
 
-def check_invocation(argv, inputs, output, rng_bytes: bytes, monkeypatch) -> None:
-    with tempfile.TemporaryDirectory(prefix="ddlsim-fuzz-") as tmp:
+#: where the scratch folders go (``tempfile``'s own folder is pointed into each one)
+BASE_TMP = tempfile.gettempdir()
+#: exit codes: success, bad input, SIGINT, SIGTERM
+EXIT_CODES = (0, 2, 130, 143)
+
+
+def _is_progress(line: str) -> bool:
+    """A sweep's progress bar (redrawn after ``\\r``), or what is left of it."""
+    return not line.strip() or (line.startswith("[") and "configurations" in line)
+
+
+def check_invocation(argv, inputs, output, rng_bytes: bytes, monkeypatch, sig=None) -> int:
+    """Run one drawn invocation and check it; its exit code."""
+    with tempfile.TemporaryDirectory(prefix="ddlsim-fuzz-", dir=BASE_TMP) as tmp:
         folder = Path(tmp)
+        scratch_tmp = folder / "tmp"
+        scratch_tmp.mkdir()
+        monkeypatch.setattr(tempfile, "tempdir", str(scratch_tmp))
         monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(folder / "usercal"))
         real = {
             f"<{name}>": str(_make_input(folder, name, *spec, rng_bytes))
@@ -255,26 +303,46 @@ def check_invocation(argv, inputs, output, rng_bytes: bytes, monkeypatch) -> Non
         }
         real["<output>"] = _make_output(folder, *output)
         args = [real.get(a, a) for a in argv]
-        if "--output" in args and args[0] == "calibrate":
+        if "--output" in args and args[0] == "calibrate" and output[0] == "new":
             i = args.index("--output") + 1
-            args[i] = str(folder / "cal") if output[0] == "new" else args[i]
+            (folder / "cal").mkdir()  # an output folder must exist (no folder you name is made)
+            args[i] = str(folder / "cal")
         before = _snapshot(folder)
+        if sig is not None:  # the signal arrives as the output is put in place
+            real_replace = os.replace
+
+            def replace_after_signal(*a, **k):
+                os.kill(os.getpid(), sig)
+                time.sleep(5)  # the handler raises here
+                return real_replace(*a, **k)
+
+            monkeypatch.setattr(os, "replace", replace_after_signal)
         err = io.StringIO()
         stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # with .buffer, like sys.stdout
-        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
-            try:
-                code = main(args)
-            except SystemExit as exc:  # --help / --version
-                code = exc.code or 0
-            except BaseException as exc:
-                pytest.fail(f"ddlsim {args} raised {type(exc).__name__}: {exc}")
+        try:
+            with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
+                try:
+                    code = main(args)
+                except SystemExit as exc:  # --help / --version
+                    code = exc.code or 0
+                except BaseException as exc:
+                    pytest.fail(f"ddlsim {args} raised {type(exc).__name__}: {exc}")
+        finally:
+            if sig is not None:
+                monkeypatch.setattr(os, "replace", real_replace)
         text = err.getvalue()
-        assert code in (0, 2, 130), (args, code, text)
+        _record(args, code, text, sig)
+        assert code in EXIT_CODES, (args, code, text)
         assert "Traceback" not in text, (args, text)
+        assert code not in (130, 143) or sig is not None, (args, code, text)
         after = _snapshot(folder)
         assert not [p for p in after if p.endswith(".tmp")], (args, after)
         if code != 0:
-            lines = [line for line in text.splitlines() if not line.startswith("ddlsim: warn")]
+            lines = [
+                line
+                for line in text.splitlines()
+                if not line.startswith("ddlsim: warn") and not _is_progress(line)
+            ]
             assert len(lines) == 1 and lines[0].startswith("ddlsim: "), (args, text)
             assert after == before, (args, text)
         else:
@@ -285,6 +353,18 @@ def check_invocation(argv, inputs, output, rng_bytes: bytes, monkeypatch) -> Non
                 assert path.startswith(("out", "target", "cal", "usercal")), (args, path)
             if output[0] == "fifo":
                 assert stat.S_ISFIFO(after[f"out{output[1]}"][0])
+        assert list(scratch_tmp.iterdir()) == [], (args, "left in the temporary directory")
+        return code
+
+
+def _record(args: list[str], code: int, text: str, sig) -> None:
+    """One line of JSON per invocation to ``$DDLSIM_FUZZ_REPORT`` (counts for a report)."""
+    report = os.environ.get("DDLSIM_FUZZ_REPORT")
+    if report:
+        entry = {"command": args[0], "code": code, "traceback": "Traceback" in text}
+        entry["signal"] = None if sig is None else signal.Signals(sig).name
+        with open(report, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
 
 
 def _fuzz(path: tuple[str, ...], examples: int):
@@ -296,8 +376,8 @@ def _fuzz(path: tuple[str, ...], examples: int):
     )
     @given(invocation=invocations(path), rng_bytes=st.binary(min_size=1, max_size=64))
     def run(invocation, rng_bytes, monkeypatch):
-        argv, inputs, output = invocation
-        check_invocation(argv, inputs, output, rng_bytes, monkeypatch)
+        argv, inputs, output, sig = invocation
+        check_invocation(argv, inputs, output, rng_bytes, monkeypatch, sig)
 
     return run
 
@@ -335,3 +415,56 @@ def test_the_fuzzer_reaches_every_sub_command_and_its_flags():
     assert ("calibrate", "network") in COMMANDS
     flags = {o for sub in COMMANDS.values() for a in sub._actions for o in a.option_strings}
     assert {"--gpus", "--stragglers", "--from-json", "--max-events", "--max-configs"} <= flags
+
+
+TIMELINE = ["timeline", "--model", "alexnet", "-o", "<output>"]
+PLOT = ["plot", "<in0>", "-o", "<output>"]
+TRANSFER = ["calibrate", "--calibration", "<in0>", "--transfer-to", "v100"]
+ANCHOR = ["calibrate", "--calibration", "<in0>", "--anchor-throughput", "1e-308"]
+SWEEP_CSV = {"in0": ("sweep", "valid", ".csv")}
+CAL, ABSURD_CAL = (
+    {"in0": ("calibration", "valid", ".json")},
+    {"in0": ("calibration", "absurd", ".json")},
+)
+TERM, INT = signal.SIGTERM, signal.SIGINT
+
+
+@pytest.mark.parametrize(
+    ("argv", "inputs", "output", "sig", "code"),
+    [
+        (TIMELINE, {}, ("new", ".json"), TERM, 143),
+        (TIMELINE, {}, ("existing", ".json"), INT, 130),
+        (PLOT, SWEEP_CSV, ("new", ".png"), TERM, 143),
+        (PLOT, {"in0": ("sweep", "absurd", ".csv")}, ("new", ".png"), None, 2),
+        (
+            ["sweep", "--model", "alexnet", "--serial", "-o", "<output>"],
+            {},
+            ("new", ".csv"),
+            TERM,
+            143,
+        ),
+        (TRANSFER, CAL, ("new", ""), TERM, 143),
+        (TRANSFER, ABSURD_CAL, ("new", ""), None, 2),
+        (ANCHOR, CAL, ("new", ""), None, 2),
+        (
+            ["predict", "--calibration", "<in0>"],
+            {"in0": ("calibration", "long", ".json")},
+            ("new", ""),
+            None,
+            2,
+        ),
+        (TIMELINE, {}, ("long", ".json"), None, 2),
+        (TIMELINE, {}, ("deep", ".json"), None, 2),
+        (
+            ["validate", "<in0>", "--plot", "<output>"],
+            {"in0": ("runs", "absurd", ".csv")},
+            ("new", ".png"),
+            TERM,
+            143,
+        ),
+    ],
+)
+def test_the_new_hostile_inputs_are_reached(argv, inputs, output, sig, code, monkeypatch):
+    """Whatever hypothesis draws, these cases run: a signal while writing (SIGTERM 143,
+    SIGINT 130), absurd values in the right schema, names and paths too long."""
+    assert check_invocation(argv, inputs, output, b"\x00\xff", monkeypatch, sig) == code

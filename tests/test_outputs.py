@@ -230,6 +230,7 @@ def test_every_writer_follows_a_symlink(tmp_path, cli):
 
 
 def test_interrupted_calibrate_leaves_no_folder(tmp_path, monkeypatch, cli):
+    """The folders ddlsim makes (the user calibration directory, here missing) go again."""
     from ddlsim.calibrate import driver
     from ddlsim.calibrate.devices import LocalDevice, Target
 
@@ -240,9 +241,9 @@ def test_interrupted_calibrate_leaves_no_folder(tmp_path, monkeypatch, cli):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(driver, "profile_pass", interrupted)
-    out = tmp_path / "new" / "calibration"
+    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path / "new" / "calibration"))
     argv = ["calibrate", "--device", "cpu", "--model", "alexnet", "--batch", "2"]
-    code, _, err = cli(*argv, "--output", str(out))
+    code, _, err = cli(*argv)  # into the user calibration directory, created as needed
     assert code == 130
     assert err.endswith("\nddlsim: interrupted\n") or err == "ddlsim: interrupted\n"
     assert not (tmp_path / "new").exists()

@@ -39,9 +39,9 @@ def test_normalized_profile_adds_up_to_the_step_time():
     [
         (lambda d: d.update(schema_version=99), "schema version 99"),
         (lambda d: d.update(format="other"), "not a ddlsim calibration"),
-        (lambda d: d.update(step_time_s=-1), "step_time_s must be > 0"),
+        (lambda d: d.update(step_time_s=-1), "step_time_s must be in 1e-06..1e[+]06 s"),
         (lambda d: d.update(layers=[]), "no layer rows"),
-        (lambda d: d["layers"][0].__setitem__(1, float("nan")), "bad time"),
+        (lambda d: d["layers"][0].__setitem__(1, float("nan")), "a layer time must be in 0"),
         (lambda d: d.pop("model"), "malformed"),
         (lambda d: d.update(layers=[["x", 1]]), "malformed"),
     ],

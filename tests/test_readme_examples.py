@@ -1,16 +1,21 @@
-"""The README's examples run as written (issue 11, item 10).
+"""The README's examples run as written (issue 11, item 10; issue 23, item 2).
 
-Every ``ddlsim`` command in the README's ``bash`` blocks is read as the shell would (line
-continuations joined, comments dropped, ``~`` expanded) and run in order in a scratch folder
-where the repository's input folders appear under their own names, with ``HOME`` pointing at
-the scratch folder (user calibrations land there, not in the developer's home).
+Every fenced block of the README is read: each command of the ``bash`` blocks as the shell
+would (line continuations joined, comments dropped, ``~`` expanded), the ``python`` block, and
+the report shown after ``$ ddlsim predict``. The ``ddlsim`` commands run in order in a scratch
+folder where the repository's input folders appear under their own names, with ``HOME``
+pointing at the scratch folder (user calibrations land there, not in the developer's home).
 
-- default run: every command parses (flags, output paths) and names only input files that
-  exist in the repository or that an earlier example writes; the commands that were wrong
-  before (``traces import``, ``traces timeline-summary``, ``sweep --grid``, a calibration
-  transfer) and every ``predict`` / ``timeline`` example run;
-- ``slow``: all of them run, in order, with exit code 0 (ResNet-50 CPU profiling included),
-  except ``calibrate --gpu``, which needs that GPU.
+- every command is either run by these tests or named in :data:`NOT_RUN` with the reason (it
+  installs packages, builds Horovod, runs this suite, or needs a GPU): a new README command
+  cannot be left out silently;
+- default run: every ``ddlsim`` command parses (flags, output paths) and names only input
+  files that exist in the repository or that an earlier example writes; every ``predict``,
+  ``timeline``, ``traces`` and ``calibrations`` example, the calibration transfer and the
+  YAML sweep run with exit code 0; the Python block runs; the shown report is what
+  ``ddlsim predict`` prints, number for number;
+- ``slow``: all the ``ddlsim`` commands run, in order, with exit code 0 (ResNet-50 CPU
+  profiling included), except those that need a GPU.
 """
 
 from __future__ import annotations
@@ -30,24 +35,56 @@ README = REPO / "README.md"
 INPUT_DIRS = ("traces", "tests", "calibration", "examples")
 #: flags whose value is a file or folder the command writes
 OUTPUT_FLAGS = ("-o", "--output", "--plot")
+#: commands of the README the tests do not run, by how they start, and why
+NOT_RUN = {
+    "python3 -m pip install": "installs packages (the tests run where they are installed)",
+    "pip install": "installs packages (the tests run where they are installed)",
+    "bash scripts/test.sh": "runs this test suite",
+    "bash scripts/horovod_local.sh": "installs system packages and builds Horovod (~20 min)",
+    "python -m ddlsim.hvdlocal": "needs Horovod, which scripts/horovod_local.sh builds",
+    "python scripts/measure_conv_kernels.py": "needs a CUDA GPU",
+    "ddlsim calibrate --gpu": "needs that GPU",
+    "ddlsim calibrate --framework torch --gpu": "needs that GPU",
+}
+
+
+def fenced_blocks(language: str) -> list[str]:
+    """The README's fenced blocks of ``language`` ("" for the blocks that name none)."""
+    text = README.read_text(encoding="utf-8")
+    return [b for lang, b in re.findall(r"```(\w*)\n(.*?)```", text, re.S) if lang == language]
+
+
+def shell_commands() -> list[list[str]]:
+    """Every command of the README's bash blocks, as the shell splits it, in order."""
+    commands = []
+    for block in fenced_blocks("bash"):
+        for line in block.replace("\\\n", " ").splitlines():
+            for part in line.split("&&"):
+                words = shlex.split(part, comments=True)
+                if words:
+                    commands.append(words)
+    return commands
 
 
 def readme_commands() -> list[list[str]]:
     """``ddlsim`` argv lists of the README's bash blocks, in order."""
     commands = []
-    for block in re.findall(r"```bash\n(.*?)```", README.read_text(encoding="utf-8"), re.S):
-        for line in block.replace("\\\n", " ").splitlines():
-            for part in line.split("&&"):
-                words = shlex.split(part, comments=True)
-                if words[:1] == ["ddlsim"]:
-                    commands.append(words[1:])
-                elif words[:3] == ["python3", "-m", "ddlsim"]:
-                    commands.append(words[3:])
+    for words in shell_commands():
+        if words[:1] == ["ddlsim"]:
+            commands.append(words[1:])
+        elif words[:3] == ["python3", "-m", "ddlsim"]:
+            commands.append(words[3:])
     return commands
 
 
+def not_run(words: list[str]) -> str | None:
+    """Why the tests do not run this command (None: they do)."""
+    line = " ".join(words)
+    return next((why for start, why in NOT_RUN.items() if line.startswith(start)), None)
+
+
 def needs_gpu(argv: list[str]) -> bool:
-    return argv[0] == "calibrate" and "--gpu" in argv
+    return not_run(["ddlsim", *argv]) is not None
 
 
 def needs_tensorflow(argv: list[str]) -> bool:
@@ -66,6 +103,13 @@ def scratch(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("DDLSIM_CALIBRATION_DIR", raising=False)
     return tmp_path
+
+
+def test_every_fenced_command_is_run_by_these_tests_or_says_why_not():
+    for words in shell_commands():
+        runs = words[:1] == ["ddlsim"] or words[:3] == ["python3", "-m", "ddlsim"]
+        assert runs or not_run(words), f"README command neither run nor excused: {words}"
+    assert len(fenced_blocks("python")) == 1
 
 
 def test_the_readme_has_examples_of_every_sub_command():
@@ -91,7 +135,7 @@ def test_every_example_parses_and_names_inputs_that_exist(scratch):
             written.add(str(scratch / ".local" / "share" / "ddlsim" / "calibration"))
 
 
-CHEAP = ("predict", "timeline", "traces")
+CHEAP = ("predict", "timeline", "traces", "calibrations")
 
 
 def test_the_cheap_examples_and_the_ones_that_were_broken_run(scratch, capsys):
@@ -100,13 +144,28 @@ def test_the_cheap_examples_and_the_ones_that_were_broken_run(scratch, capsys):
         argv = _home_expanded(argv, scratch)
         transfer = argv[0] == "calibrate" and "--calibration" in argv
         grid = argv[0] == "sweep" and "--grid" in argv
-        reads_user_file = any(str(scratch / ".local") in a for a in argv)
-        if (argv[0] in CHEAP or transfer or grid) and not reads_user_file:
+        user_files = [a for a in argv if str(scratch / ".local") in a]
+        written = all(Path(a).exists() for a in user_files)  # by an earlier example run here
+        if (argv[0] in CHEAP or transfer or grid) and written:
             assert main(argv) == 0, (argv, capsys.readouterr().err)
             ran += 1
-    assert ran >= 7
+    assert ran >= 10
     assert (scratch / "rows.csv").read_text().count("\n") == 2  # header + the imported run
     assert (scratch / ".local/share/ddlsim/calibration/v100-sxm2/resnet50/b64-fp32.json").is_file()
+
+
+def test_the_python_block_runs(scratch):
+    (block,) = fenced_blocks("python")
+    exec(compile(block, "README.md", "exec"), {})
+
+
+def test_the_shown_report_is_what_predict_prints(scratch, capsys):
+    """The README's sample report, number for number (the checkout's path shown as ...)."""
+    (shown,) = [b for b in fenced_blocks("") if b.startswith("$ ddlsim predict")]
+    command, _, report = shown.partition("\n")
+    assert main(shlex.split(command)[2:]) == 0
+    printed = capsys.readouterr().out.replace(f"{REPO}/", ".../")
+    assert printed == report
 
 
 @pytest.mark.slow

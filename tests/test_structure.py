@@ -18,6 +18,7 @@ PKG = Path(__file__).resolve().parents[1] / "ddlsim"
 #: the architecture, bottom up: a module may import its own layer or a lower one
 LAYERS = (
     ("ddlsim.version", "ddlsim.errors", "ddlsim.units", "ddlsim.atomic", "ddlsim.extras"),
+    ("ddlsim.signals",),
     ("ddlsim.cluster", "ddlsim.horovod", "ddlsim.track_record"),
     ("ddlsim.workload", "ddlsim.comm", "ddlsim.schedules"),
     ("ddlsim.strategy",),

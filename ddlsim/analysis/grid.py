@@ -64,10 +64,12 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
     from ddlsim.cluster import catalog
     from ddlsim.cluster.specs import TRANSPORTS
     from ddlsim.comm.nccl import NcclVersion
+    from ddlsim.config import MAX_CYCLE_TIME_MS
     from ddlsim.engine.simulate import ENGINES
     from ddlsim.horovod import horovod_release
     from ddlsim.schedules import SCHEDULES
     from ddlsim.strategy import ALGORITHMS, COMM_METHODS, DATA_KINDS, NCCL_PROTOCOLS, PRECISIONS
+    from ddlsim.workload.profile import MAX_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
     from ddlsim.workload.zoo import MODEL_NAMES
 
     return {
@@ -92,8 +94,10 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
         "n_ps": _int("n_ps", 1, 100_000),
         "batch": _int("batch", 1, 65536),
         "fusion_threshold_mb": _float("fusion_threshold_mb", 0, 65536),
-        "cycle_time_ms": _float("cycle_time_ms", 0, 10_000),
-        "single_gpu_throughput": _float("single_gpu_throughput", 1e-9, 1e7),
+        "cycle_time_ms": _float("cycle_time_ms", 0, MAX_CYCLE_TIME_MS),
+        "single_gpu_throughput": _float(
+            "single_gpu_throughput", MIN_IMAGES_PER_SEC, MAX_IMAGES_PER_SEC
+        ),
         "epochs": _float("epochs", 1e-9, 1e6),
         "dataset_images": _int("dataset_images", 1, 10**12),
         "hierarchical": _bool("hierarchical"),

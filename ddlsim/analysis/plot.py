@@ -1,26 +1,56 @@
 """Figures of a sweep file (:mod:`ddlsim.analysis.sweep` schema): scaling, efficiency, breakdown.
 
-- ``scaling``: images/s against GPUs on log axes, the ideal-linear line (1-GPU rate × GPUs)
-  dashed, one line per combination of the other parameters that vary;
-- ``efficiency``: scaling efficiency (% of linear) against GPUs;
-- ``breakdown``: one stacked bar per configuration, ms per iteration: compute, exposed
-  communication, input stall, coordination; communication hidden behind compute is hatched
-  over the compute part (it is inside it, not added).
+Every figure has one panel per baseline -- each combination of the inputs that change what one
+GPU does (model, GPU, batch, precision, ...; :mod:`ddlsim.analysis.facets`) -- and one legend:
 
-Only rows with ``status`` ``ok`` (or no status column) are drawn. matplotlib is imported lazily
-(the ``plot`` extra) and used without pyplot, so no GUI backend is touched.
+- ``scaling``: images/s against GPUs on log axes; per panel one ideal-linear line (the panel's
+  1-GPU rate x GPUs) under one line per series, the series told apart by colour, line style and
+  marker, each standing for one input (network, method, ...);
+- ``efficiency``: scaling efficiency (% of linear) against GPUs, the same panels and series;
+- ``breakdown``: :mod:`ddlsim.analysis.plot_breakdown`, one stacked bar per configuration.
+
+Only rows with ``status`` ``ok`` (or no status column) are drawn. Labels never overprint: a
+figure is laid out so that tick labels, titles and legend entries keep apart at 48
+configurations and at thousands (more ticks than fit are thinned). matplotlib is imported
+lazily (the ``plot`` extra) and used without pyplot, so no GUI backend is touched.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
 
-from ddlsim.analysis.sweep import INPUT_COLUMNS, read_rows
+from ddlsim.analysis.facets import (
+    LINE_STYLES,
+    MARKERS,
+    Styles,
+    fmt,
+    panels,
+    series_dimensions,
+    series_key,
+    series_styles,
+    split_dimensions,
+    title,
+)
+from ddlsim.analysis.sweep import read_rows
 from ddlsim.atomic import atomic_write, check_output
 from ddlsim.errors import ConfigError
 from ddlsim.extras import require
+
+__all__ = [
+    "FORMATS",
+    "KINDS",
+    "colour",
+    "figure",
+    "figure_format",
+    "fmt",
+    "gpu_ticks",
+    "plot_sweep",
+    "series_dimensions",
+    "title",
+]
 
 KINDS = ("scaling", "efficiency", "breakdown")
 FORMATS = {".png": "png", ".svg": "svg"}
@@ -36,185 +66,197 @@ REQUIRED = {
         "coordination_s",
     ),
 }
-#: breakdown parts stacked in a bar: column, legend label, colour
-STACK = (
-    ("compute_s", "compute", "#4c72b0"),
-    ("comm_exposed_s", "communication exposed", "#dd8452"),
-    ("input_stall_s", "input pipeline stall", "#937860"),
-    ("coordination_s", "coordination / sync wait", "#8c8c8c"),
-)
-#: widest breakdown figure (inches); more bars than fit get vertical labels
-MAX_FIGURE_WIDTH_IN = 36.0
-#: constant inputs shown in the title, with how to print them
-_TITLE = (("model", "{}"), ("gpu", "{}"), ("batch_per_gpu", "batch {:g}/GPU"), ("precision", "{}"))
+#: one panel's size (inches) and the most panels side by side
+PANEL_IN = (4.6, 3.4)
+MAX_COLUMNS = 3
+#: most GPU counts labelled on an x axis (more are thinned, the first and last kept)
+MAX_X_TICKS = 8
+#: the ideal-linear line: broad and pale, under the series, unlike any series' style
+IDEAL = {"color": "0.55", "linewidth": 3.0, "alpha": 0.45, "solid_capstyle": "butt", "zorder": 1}
 
 
 def plot_sweep(sweep_path: str | os.PathLike[str], out_path: str, kind: str = "scaling") -> None:
     """Draw ``kind`` from the sweep file and write it to ``out_path`` (.png or .svg)."""
     if kind not in KINDS:
         raise ConfigError(f"unknown plot kind {kind!r}; valid: {', '.join(KINDS)}")
-    fmt = figure_format(out_path)
+    fmt_name = figure_format(out_path)
     check_output(out_path, suffixes=FORMATS, what="figure")
     rows = read_rows(sweep_path)
     header = set(rows[0]) if rows else set()
     if not rows:
         raise ConfigError(f"sweep file {sweep_path} has no configurations")
-    missing = [c for c in REQUIRED[kind] if c not in header]
+    required = REQUIRED[kind]
+    missing = [c for c in required if c not in header]
     if missing:
         raise ConfigError(
             f"sweep file {sweep_path} lacks column(s) {', '.join(missing)} needed by --kind {kind}"
         )
     ok = [r for r in rows if (r.get("status") or "ok") == "ok"]
-    ok = [r for r in ok if all(r.get(c) is not None for c in REQUIRED[kind])]
+    ok = [r for r in ok if all(r.get(c) is not None for c in required)]
     if not ok:
         raise ConfigError(
             f"sweep file {sweep_path}: none of its {len(rows)} configuration(s) succeeded"
         )
-    fig = _figure(kind, ok)
-    atomic_write(out_path, lambda tmp: fig.savefig(tmp, format=fmt, dpi=150))
+    fig = figure(kind, ok)
+    atomic_write(out_path, lambda tmp: fig.savefig(tmp, format=fmt_name, dpi=150))
 
 
 def figure_format(path: str | os.PathLike[str]) -> str:
     """matplotlib's format name for the figure file ``path`` (by its extension)."""
-    fmt = FORMATS.get(Path(path).suffix.lower())
-    if fmt is None:
+    fmt_name = FORMATS.get(Path(path).suffix.lower())
+    if fmt_name is None:
         raise ConfigError(
             f"cannot tell the figure format of {os.fspath(path)!r}: use a name ending in "
             f"{' or '.join(FORMATS)}"
         )
-    return fmt
+    return fmt_name
 
 
-def series_dimensions(rows: list[dict[str, Any]]) -> list[str]:
-    """Input columns that vary among configurations with the same GPU count (the legend).
-
-    Columns that only follow the GPU count (the resolved node size, the fabric of a single node)
-    are not dimensions, nor is one determined by the dimensions before it.
-    """
-    dims: list[str] = []
-    for col in (c for c in INPUT_COLUMNS if c != "gpus" and c in rows[0]):
-        if _determined(rows, dims, col):
-            continue
-        dims.append(col)
-    return dims
-
-
-def _determined(rows: list[dict[str, Any]], dims: list[str], col: str) -> bool:
-    seen: dict[tuple, Any] = {}
-    for r in rows:
-        key = (r["gpus"], *(r.get(d) for d in dims))
-        if seen.setdefault(key, r.get(col)) != r.get(col):
-            return False
-    return True
-
-
-def _label(row: dict[str, Any], dims: list[str]) -> str:
-    return ", ".join(f"{d}={_fmt(row.get(d))}" for d in dims) or "all configurations"
-
-
-def _fmt(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _gpus(n: float) -> str:
-    return f"{n:g} GPU" + ("" if n == 1 else "s")
-
-
-def _title(rows: list[dict[str, Any]], dims: list[str], what: str) -> str:
-    parts = [
-        fmt.format(rows[0][c])
-        for c, fmt in _TITLE
-        if c in rows[0] and c not in dims and rows[0][c] is not None
-    ]
-    return f"{what}: {', '.join(parts)}" if parts else what
-
-
-def _figure(kind: str, rows: list[dict[str, Any]]) -> Any:
+def figure(kind: str, rows: list[dict[str, Any]]) -> Any:
+    """The matplotlib Figure of ``kind`` for the (successful) sweep ``rows``."""
     require("matplotlib", "plot", "ddlsim plot")
-    from matplotlib.figure import Figure
-
     dims = series_dimensions(rows)
     if kind == "breakdown":
-        return _breakdown(Figure, rows, dims)
-    fig = Figure(figsize=(7.5, 5), layout="constrained")
-    ax = fig.add_subplot()
-    series: dict[tuple, list[dict[str, Any]]] = {}
-    for r in rows:
-        series.setdefault(tuple(_fmt(r.get(d)) for d in dims), []).append(r)
+        from ddlsim.analysis.plot_breakdown import breakdown_figure
+
+        return breakdown_figure(rows, dims)
+    return _lines_figure(kind, rows, dims)
+
+
+def colour(index: int, count: int) -> Any:
+    """The ``index``-th of ``count`` distinct colours (tab10, tab20, then a sampled map)."""
+    from matplotlib import colormaps
+
+    if count <= 10:
+        return colormaps["tab10"](index)
+    if count <= 20:
+        return colormaps["tab20"](index)
+    return colormaps["turbo"](0.05 + 0.9 * index / (count - 1))
+
+
+def gpu_ticks(values: list[float], limit: int = MAX_X_TICKS) -> list[float]:
+    """At most about ``limit`` of the GPU counts: every k-th, and the last."""
+    if len(values) <= limit:
+        return values
+    step = math.ceil((len(values) - 1) / (limit - 1))
+    return sorted({*values[::step], values[-1]})
+
+
+def _grid(n: int) -> tuple[int, int]:
+    cols = min(n, MAX_COLUMNS)
+    return math.ceil(n / cols), cols
+
+
+def _lines_figure(kind: str, rows: list[dict[str, Any]], dims: list[str]) -> Any:
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import NullLocator
+
+    panel_dims, series_dims = split_dimensions(dims)
+    groups = panels(rows, panel_dims)
+    styles = series_styles(rows, series_dims)
+    nrows, ncols = _grid(len(groups))
+    legend_rows = 1 + (len(_legend_handles(styles, kind)) - 1) // 3
+    size = (max(7.5, ncols * PANEL_IN[0]), nrows * PANEL_IN[1] + 0.9 + 0.22 * legend_rows)
+    fig = Figure(figsize=size, layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     gpus_all = sorted({r["gpus"] for r in rows})
-    for i, members in enumerate(series.values()):
+    for ax, panel in zip(axes.flat, groups, strict=False):
+        _draw_panel(ax, kind, panel.rows, series_dims, styles)
+        name = panel.title(panel_dims)
+        if kind == "scaling":
+            rates = sorted({_sig(r["single_gpu_images_per_sec"]) for r in panel.rows})
+            one = f"1 GPU: {_rate(rates[0])} images/s" if len(rates) == 1 else ""
+            name = ", ".join(p for p in (name, one) if p)
+        ax.set_title(name, fontsize="medium")
+        ticks = gpu_ticks(sorted({r["gpus"] for r in panel.rows}) or gpus_all)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [f"{g:g}" for g in ticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlabel("GPUs")
+        ax.grid(True, which="major", alpha=0.3)
+    for ax in list(axes.flat)[len(groups) :]:
+        ax.remove()
+    what = "Scaling" if kind == "scaling" else "Scaling efficiency"
+    fig.suptitle(title(rows, dims, what))
+    handles = _legend_handles(styles, kind)
+    fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)))
+    return fig
+
+
+def _rate(images_per_sec: float) -> str:
+    """``1,464`` or ``21.7``: whole images/s from 100 up, three figures below."""
+    return f"{images_per_sec:,.0f}" if images_per_sec >= 100 else f"{images_per_sec:.3g}"
+
+
+def _sig(value: float) -> float:
+    """Four significant figures: rates equal up to the simulation's noise are one baseline."""
+    return float(f"{value:.4g}")
+
+
+def _draw_panel(ax: Any, kind: str, rows: list[dict[str, Any]], dims: list[str], styles: Styles):
+    by_series: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        by_series.setdefault(series_key(r, dims), []).append(r)
+    for key, members in by_series.items():
         members.sort(key=lambda r: r["gpus"])
+        c, s, m = styles.of(key)
         x = [r["gpus"] for r in members]
         y_col, scale = ("images_per_sec", 1.0) if kind == "scaling" else ("scaling_efficiency", 100)
-        y = [scale * r[y_col] for r in members]
-        ax.plot(x, y, "o-", color=f"C{i % 10}", label=_label(members[0], dims))
+        ax.plot(
+            x,
+            [scale * r[y_col] for r in members],
+            color=colour(c, len(styles.colours)),
+            linestyle=LINE_STYLES[s],
+            marker=MARKERS[m],
+            markersize=4,
+            linewidth=1.4,
+            zorder=3,
+        )
+    gpus = sorted({r["gpus"] for r in rows})
     if kind == "scaling":
-        rates = sorted({round(r["single_gpu_images_per_sec"], 6) for r in rows})
-        for j, rate in enumerate(rates):
-            label = f"ideal linear ({rate:,.1f} images/s × GPUs)"
-            ax.plot(
-                gpus_all,
-                [rate * g for g in gpus_all],
-                linestyle=(0, (4, 3 + j)),
-                color="black",
-                linewidth=1,
-                zorder=3,
-                label=label,
-            )
-    ax.set_xscale("log", base=2)
-    ax.set_xticks(gpus_all, [f"{g:g}" for g in gpus_all])
-    ax.set_xlabel("GPUs")
-    if kind == "scaling":
+        for rate in sorted({_sig(r["single_gpu_images_per_sec"]) for r in rows}):
+            ax.plot(gpus, [rate * g for g in gpus], **IDEAL)
         from matplotlib.ticker import FuncFormatter, LogLocator
 
         ax.set_yscale("log")
         ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        ax.set_ylabel("throughput (images/s)")
-        ax.set_title(_title(rows, dims, "Scaling"))
+        ax.set_ylabel("images/s")
     else:
-        ax.axhline(100, color="black", linewidth=0.8, linestyle=":", label="linear scaling")
+        ax.axhline(100, **{**IDEAL, "linewidth": 2.0})
         top = max(105.0, max(100 * r["scaling_efficiency"] for r in rows) + 5)
         ax.set_ylim(0, top)
-        ax.set_ylabel("scaling efficiency (% of linear)")
-        ax.set_title(_title(rows, dims, "Scaling efficiency"))
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize="small")
-    return fig
+        ax.set_ylabel("% of linear")
 
 
-def _breakdown(Figure: Any, rows: list[dict[str, Any]], dims: list[str]) -> Any:
-    rows = sorted(rows, key=lambda r: (*(_fmt(r.get(d)) for d in dims), r["gpus"]))
-    n = len(rows)
-    names = ["\n".join([_gpus(r["gpus"]), *(_fmt(r.get(d)) for d in dims)]) for r in rows]
-    per_bar_in = max(0.6, 0.075 * max(len(line) for name in names for line in name.split("\n")))
-    rotate = n * per_bar_in > MAX_FIGURE_WIDTH_IN - 4
-    width_in = min(MAX_FIGURE_WIDTH_IN, max(9.0, (0.25 if rotate else per_bar_in) * n + 4))
-    fig = Figure(figsize=(width_in, 5.5), layout="constrained")
-    ax = fig.add_subplot()
-    x = list(range(n))
-    bottom = [0.0] * n
-    for col, label, color in STACK:
-        height = [1e3 * (r[col] or 0.0) for r in rows]
-        ax.bar(x, height, bottom=bottom, color=color, label=label, width=0.7)
-        bottom = [b + h for b, h in zip(bottom, height, strict=True)]
-    hidden = [1e3 * min(r["comm_hidden_s"] or 0.0, r["compute_s"] or 0.0) for r in rows]
-    hatch = {"facecolor": "none", "edgecolor": "white", "hatch": "///", "linewidth": 0}
-    ax.bar(x, hidden, width=0.7, **hatch)
-    from matplotlib.patches import Patch
+def _legend_handles(styles: Styles, kind: str) -> list[Any]:
+    from matplotlib.lines import Line2D
 
-    proxy = Patch(
-        label="communication hidden\n(overlapped, inside compute)",
-        **{**hatch, "facecolor": STACK[0][2]},
+    handles = [
+        Line2D(
+            [], [], color=colour(i, len(styles.colours)), linewidth=2, label=styles.colour_label(k)
+        )
+        for k, i in styles.colours.items()
+    ]
+    if styles.style_dim:
+        handles += [
+            Line2D([], [], color="black", linestyle=LINE_STYLES[i], label=f"{styles.style_dim}={v}")
+            for v, i in styles.styles.items()
+        ]
+    if styles.marker_dim:
+        handles += [
+            Line2D(
+                [],
+                [],
+                color="black",
+                linestyle="",
+                marker=MARKERS[i],
+                label=f"{styles.marker_dim}={v}",
+            )
+            for v, i in styles.markers.items()
+        ]
+    ideal = (
+        "ideal linear (the panel's 1-GPU rate x GPUs)" if kind == "scaling" else "linear scaling"
     )
-    ax.set_xticks(x, names, fontsize="small", rotation=90 if rotate else 0)
-    ax.set_xlabel("configuration" + (f" (GPUs; {', '.join(dims)})" if dims else " (GPUs)"))
-    ax.set_ylabel("time per iteration (ms)")
-    fig.suptitle(_title(rows, dims, "Where the iteration goes"))
-    ax.grid(True, axis="y", alpha=0.3)
-    handles, _ = ax.get_legend_handles_labels()
-    ax.legend(
-        handles=[*handles, proxy], fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0)
-    )
-    return fig
+    return [*handles, Line2D([], [], **{**IDEAL, "zorder": 0}, label=ideal)]

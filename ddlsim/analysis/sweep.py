@@ -24,8 +24,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ddlsim.atomic import atomic_write, atomic_write_text
-from ddlsim.errors import ConfigError, DdlsimError
+from ddlsim.cluster.catalog_files import MAX_GPUS
+from ddlsim.errors import ConfigError, DdlsimError, shown
 from ddlsim.extras import require
+from ddlsim.workload.ttt import MAX_DATASET_IMAGES
 
 #: resolved inputs, flattened, in column order
 INPUT_COLUMNS = (
@@ -227,11 +229,20 @@ def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str
     atomic_write(path, lambda tmp: frame.to_parquet(tmp, index=False))
 
 
-#: columns parsed as numbers when a sweep file is read back
-NUMERIC_COLUMNS = frozenset(
-    {"gpus", "gpus_per_node", "nics_per_node", "n_ps", "batch_per_gpu"}
-    | {"fusion_threshold_mb", "cycle_time_ms", "epochs", "dataset_images", *RESULT_COLUMNS}
+#: columns parsed as numbers when a sweep file is read back, with the values ddlsim writes
+#: there: counts (whole numbers >= 1), positive quantities, and quantities >= 0; every value
+#: finite. A file with another value in one of them (a hand-edited -4 GPUs, an inf) is refused.
+COUNT_COLUMNS = frozenset(
+    {"gpus", "gpus_per_node", "nics_per_node", "n_ps", "batch_per_gpu", "dataset_images"}
 )
+POSITIVE_COLUMNS = frozenset(
+    {"epochs", "images_per_sec", "iteration_time_s", "single_gpu_images_per_sec"}
+    | {"time_to_train_s"}
+)
+NON_NEGATIVE_COLUMNS = frozenset(
+    {"fusion_threshold_mb", "cycle_time_ms", "scaling_efficiency", *BREAKDOWN_COLUMNS}
+)
+NUMERIC_COLUMNS = COUNT_COLUMNS | POSITIVE_COLUMNS | NON_NEGATIVE_COLUMNS
 
 
 def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
@@ -271,16 +282,30 @@ def _typed_rows(
             if not text:
                 row[key] = None
             elif key in NUMERIC_COLUMNS:
-                try:
-                    row[key] = float(text)
-                except ValueError:
-                    raise ConfigError(
-                        f"sweep file {path}, {where} {line}: column {key} is not a number: {text!r}"
-                    ) from None
+                row[key] = _number(text, key, f"sweep file {path}, {where} {line}")
             else:
                 row[key] = text
         rows.append(row)
     return rows
+
+
+def _number(text: str, column: str, where: str) -> float:
+    """The value of a numeric cell, checked against what its column holds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigError(f"{where}: column {column} is not a number: {shown(text)}") from None
+    if column in COUNT_COLUMNS:
+        top = MAX_GPUS if column == "gpus" else MAX_DATASET_IMAGES
+        ok = math.isfinite(value) and 1 <= value <= top and value.is_integer()
+        holds = f"a whole number in 1..{top:,}"
+    elif column in POSITIVE_COLUMNS:
+        ok, holds = math.isfinite(value) and value > 0, "a finite number > 0"
+    else:
+        ok, holds = math.isfinite(value) and value >= 0, "a finite number >= 0"
+    if not ok:
+        raise ConfigError(f"{where}: column {column} must be {holds}, got {shown(text)}")
+    return value
 
 
 def _read_parquet(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -31,7 +31,7 @@ from ddlsim.cluster import catalog
 from ddlsim.errors import ConfigError
 from ddlsim.strategy import PRECISIONS
 from ddlsim.workload import profile as profile_io
-from ddlsim.workload.profile import ModelProfile
+from ddlsim.workload.profile import ModelProfile, check_images_per_sec
 from ddlsim.workload.store import calibration_path
 from ddlsim.workload.transfer import anchor_throughput, transfer_device
 from ddlsim.workload.zoo import MODEL_NAMES, get_model
@@ -76,10 +76,8 @@ def validate(req: Request) -> None:
     for flag, steps in (("--steps", req.steps), ("--warmup-steps", req.warmup_steps)):
         if not 1 <= steps <= MAX_STEPS:
             raise ConfigError(f"{flag} must be in 1..{MAX_STEPS}, got {steps}")
-    if req.anchor_images_per_sec is not None and not 0 < req.anchor_images_per_sec < 1e7:
-        raise ConfigError(
-            f"--anchor-throughput must be in (0, 1e7) images/s, got {req.anchor_images_per_sec:g}"
-        )
+    if req.anchor_images_per_sec is not None:
+        check_images_per_sec(req.anchor_images_per_sec, "--anchor-throughput")
     for gpu in (*req.transfer_to, *filter(None, [req.gpu, req.catalog_id])):
         catalog.device(gpu)
     if req.gpu is not None and req.device is not None:
@@ -204,7 +202,7 @@ def _from_file(req: Request, path: Path, out: TextIO) -> list[SummaryRow]:
         ],
     )
     rows = [output.save(p, req.output) for p in derived]
-    out.write(format_table(rows))
+    out.write(format_table(rows) + output.precedence_notes(rows, req.output))
     return rows
 
 
@@ -250,5 +248,5 @@ def execute(req: Request, out: TextIO | None = None, err: TextIO | None = None) 
             progress.advance()
     finally:
         progress.close()
-    out.write(format_table(rows))
+    out.write(format_table(rows) + output.precedence_notes(rows, req.output))
     return rows

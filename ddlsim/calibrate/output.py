@@ -18,7 +18,7 @@ from ddlsim.calibrate.progress import SummaryRow
 from ddlsim.errors import CalibrationError
 from ddlsim.workload import profile as profile_io
 from ddlsim.workload.profile import ModelProfile
-from ddlsim.workload.store import calibration_path
+from ddlsim.workload.store import calibration_path, choose, shipped_dir, user_dir
 
 
 def check_writable(folder: Path) -> None:
@@ -45,6 +45,38 @@ def check_destination(path: Path) -> None:
             "ddlsim calibration file (corrupt, or another schema); move it away or choose "
             "another --output"
         )
+
+
+def precedence_notes(rows: list[SummaryRow], root: Path) -> str:
+    """What ``ddlsim predict`` will do with the files just written to ``root`` when it is the
+    user calibration directory (the rule of :mod:`ddlsim.workload.store`): use one in place of
+    the shipped file it shadows, or pass a transferred one over for a shipped file calibrated
+    on that GPU. Empty for another folder (predict does not search it)."""
+    try:
+        searched = root.resolve() == user_dir().resolve()
+    except OSError:
+        searched = False
+    if not searched:
+        return ""
+    lines = []
+    for row in rows:
+        path = Path(row.path)
+        shipped = calibration_path(shipped_dir(), row.model, row.device, row.batch, row.precision)
+        choice = choose(path, shipped if shipped.is_file() else None)
+        if choice is None or (choice.shadows is None and not choice.passed_over):
+            continue
+        if choice.passed_over:
+            lines.append(
+                f"note: predict keeps using the shipped {shipped}, not {path}: {choice.reason}; "
+                "give yours with --calibration to use it"
+            )
+        else:
+            lines.append(
+                f"note: predict now uses {path} in place of the shipped {shipped}: {choice.reason}"
+            )
+    if lines:
+        lines.append("note: 'ddlsim calibrations' lists your files; delete one to stop using it")
+    return "".join(f"{line}\n" for line in lines)
 
 
 def save(profile: ModelProfile, root: Path) -> SummaryRow:

@@ -25,14 +25,17 @@ def format_duration(seconds: float) -> str:
 
 
 class Progress:
-    """Progress over ``len(weights)`` units; ``weights`` are relative expected costs."""
+    """Progress over ``len(weights)`` units; ``weights`` are relative expected costs. ``name``
+    starts the line (the command or script reporting)."""
 
     def __init__(
         self,
         weights: Sequence[float],
         stream: TextIO | None = None,
         clock: Callable[[], float] = time.monotonic,
+        name: str = "calibrate",
     ) -> None:
+        self.name = name
         self.weights = [max(float(w), 1e-12) for w in weights]
         self.stream = stream if stream is not None else sys.stderr
         self.clock = clock
@@ -54,7 +57,7 @@ class Progress:
             remaining = "~" + format_duration(elapsed * (1 - frac) / frac)
         bar = "#" * filled + "-" * (BAR_WIDTH - filled)
         return (
-            f"calibrate [{bar}] {self.done}/{total} {label}  "
+            f"{self.name} [{bar}] {self.done}/{total} {label}  "
             f"elapsed {format_duration(elapsed)}  remaining {remaining}"
         )
 

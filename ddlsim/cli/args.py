@@ -3,19 +3,20 @@
 Every type raises :class:`argparse.ArgumentTypeError` with the value and the reason, so a bad
 flag prints one line, ``ddlsim: error: argument --flag: ...``, and exits 2 before any work.
 Output paths are checked here, at parse time, by :func:`ddlsim.atomic.check_output`: a missing
-or unwritable folder, a path that is not a regular file (a device, a FIFO, a directory) or an
-extension the command does not write fails before the job runs, not after it.
+(never created) or unwritable folder, a path that is not a regular file (a device, a FIFO, a
+directory) or an extension the command does not write fails before the job runs, not after it.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ddlsim.atomic import check_folder, check_output
-from ddlsim.errors import ConfigError
+from ddlsim.atomic import check_existing_folder, check_output
+from ddlsim.errors import ConfigError, shown
 
 
 def integer(text: str) -> int:
@@ -58,6 +59,23 @@ def positive_number(text: str) -> float:
     return value
 
 
+#: a Dask scheduler address: ``[tcp|tls|ws|wss://]host:port`` (an IPv6 host in brackets)
+_SCHEDULER = re.compile(
+    r"^(?:(?:tcp|tls|ws|wss)://)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$"
+)
+
+
+def scheduler_address(text: str) -> str:
+    """A Dask scheduler address, ``tcp://host:port`` (also ``tls://``, ``ws://``, ``wss://``,
+    or ``host:port``): its form is checked here, whether it answers when the sweep starts."""
+    match = _SCHEDULER.match(text)
+    if match is None or not 1 <= int(match.group(2)) <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"expected a Dask scheduler address like tcp://host:8786, got {shown(text)}"
+        )
+    return text
+
+
 def output_file(*suffixes: str, stdout: bool = False) -> Callable[[str], str]:
     """An output file ending in one of ``suffixes`` (``-``: standard output if ``stdout``)."""
 
@@ -73,9 +91,10 @@ def output_file(*suffixes: str, stdout: bool = False) -> Callable[[str], str]:
 
 
 def output_folder(text: str) -> Path:
-    """A folder that exists and takes files, or that can be created (nothing is created)."""
+    """A folder that exists and takes files (:mod:`ddlsim.atomic`: a folder you name is never
+    created)."""
     try:
-        check_folder(text, "folder")
+        check_existing_folder(text, "folder")
     except ConfigError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return Path(text)

@@ -100,8 +100,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         type=output_folder,
         default=None,
         metavar="DIR",
-        help="where to write (default: the user calibration directory predict searches "
-        "first: $DDLSIM_CALIBRATION_DIR, else ~/.local/share/ddlsim/calibration)",
+        help="an existing folder to write into, as <gpu>/<model>/b<batch>-<precision>.json "
+        "(default: the user calibration directory predict searches, created if missing: "
+        "$DDLSIM_CALIBRATION_DIR, else ~/.local/share/ddlsim/calibration)",
     )
     p.add_argument(
         "--catalog-id",

@@ -1,10 +1,11 @@
 """The flags that describe one configuration, shared by predict, timeline, traces and sweep.
 
 They are grouped in ``--help`` as the job is (:mod:`ddlsim.config`): workload, system, execution
-and simulation. :func:`predict_kwargs` turns the parsed flags into the keyword arguments of
-:func:`ddlsim.predict`; the names differ only where a flag switches a default off
-(``--no-tf32`` -> ``tf32=False``) or names its unit (``--host-input-rate`` ->
-``host_input_images_per_s``).
+and simulation. The names a flag accepts (models, GPUs, links, networks) are listed from the zoo
+and the catalogs themselves, so the help never goes stale. :func:`predict_kwargs` turns the
+parsed flags into the keyword arguments of :func:`ddlsim.predict`; the names differ only where
+a flag switches a default off (``--no-tf32`` -> ``tf32=False``) or names its unit
+(``--host-input-rate`` -> ``host_input_images_per_s``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 from typing import Any
 
 from ddlsim.cli.args import integer, number
+from ddlsim.cluster import catalog
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.engine.budget import DEFAULT_MAX_EVENTS
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA
@@ -29,6 +31,7 @@ from ddlsim.strategy import (
     PRECISIONS,
 )
 from ddlsim.units import MiB
+from ddlsim.workload.zoo import MODEL_NAMES
 
 
 def _stragglers(text: str) -> dict[int, float]:
@@ -51,6 +54,18 @@ def _stragglers(text: str) -> dict[int, float]:
     return out
 
 
+def _gpu_names() -> str:
+    """The catalog's GPUs, each with its aliases: ``p100-sxm2 (= p100), ...``."""
+    aliases: dict[str, list[str]] = {}
+    for alias, target in catalog.device_aliases().items():
+        aliases.setdefault(target, []).append(alias)
+    return ", ".join(
+        name + (f" (= {', '.join(aliases[name])})" if name in aliases else "")
+        for name in catalog.device_names()
+        if name not in catalog.device_aliases()
+    )
+
+
 def add_config_arguments(p: argparse.ArgumentParser, *, title: str = "") -> None:
     """Add the configuration flags to ``p``, in one argument group per part of the job
     (``title`` prefixes the groups' titles)."""
@@ -64,7 +79,8 @@ def _add_workload(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--model",
         default=None,
-        help="zoo model (default: the --calibration file's, else resnet50)",
+        help=f"zoo model: {', '.join(MODEL_NAMES)} (default: the --calibration file's, else "
+        "resnet50)",
     )
     g.add_argument(
         "--batch",
@@ -108,7 +124,8 @@ def _add_system(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--gpu",
         default=None,
-        help="GPU type (default: the --calibration file's, else p100 = p100-sxm2, DGX-1)",
+        help=f"GPU type: {_gpu_names()} (default: the --calibration file's, else p100 = "
+        "p100-sxm2, DGX-1)",
     )
     g.add_argument(
         "--gpus-per-node",
@@ -119,14 +136,13 @@ def _add_system(g: argparse._ArgumentGroup) -> None:
     g.add_argument(
         "--intra-node",
         default=None,
-        help="GPU-to-GPU fabric: none, pcie3, nvlink-p100, nvlink-v100, nvswitch, ... "
-        "(default: the GPU's usual server)",
+        help=f"GPU-to-GPU fabric: {', '.join(catalog.intra_link_names())} (default: the GPU's "
+        "usual server)",
     )
     g.add_argument(
         "--inter-node",
         default=None,
-        help="network: 10gbe, 25gbe, 40gbe, 50gbe, 100gbe, 200gbe, ib-fdr, ib-edr, ib-hdr, "
-        "ib-ndr, ib, efa, aries, ec2, azure-eth (default: ib-edr when multi-node)",
+        help=f"network: {', '.join(catalog.inter_link_names())} (default: ib-edr when multi-node)",
     )
     g.add_argument(
         "--transport", default=None, help="tcp or rdma (default: the network's usual one)"

@@ -1,34 +1,62 @@
 """The ``ddlsim`` command line: sub-commands, and turning errors into one line and exit code 2.
 
 Every :class:`ddlsim.errors.DdlsimError` and every argument error prints ``ddlsim: error: ...``
-on one line of stderr and exits 2; Ctrl-C exits 130. No traceback reaches the user.
+on one line of stderr and exits 2, and so does an operating-system error on a file ddlsim was
+given (a name too long, a full disk: the error and the file, on one line); Ctrl-C exits 130
+and SIGTERM 143, after the same clean-up (:mod:`ddlsim.signals`). No traceback reaches the user,
+and no message echoes more than :data:`ddlsim.errors.MAX_SHOWN_CHARS` characters of one value.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
+from typing import Any
 
-from ddlsim.errors import DdlsimError
+from ddlsim.errors import DdlsimError, clip_long_words
+from ddlsim.signals import EXIT_INTERRUPTED, exit_code, sigterm_as_interrupt
 from ddlsim.version import __version__
 
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130
 
 
 class UsageError(Exception):
     """Raised instead of argparse's exit so that the message stays one line."""
 
 
+class _WholeNamesFormatter(argparse.HelpFormatter):
+    """argparse's formatter, but a line never breaks inside a hyphenated name
+    (``efficientnet-widese-b0``, ``horovod-nccl``): the help lists names to copy."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        text = " ".join(text.split())
+        return textwrap.wrap(text, width, break_on_hyphens=False, break_long_words=False)
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _WholeNamesFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(message)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The top-level parser with every sub-command registered."""
-    from ddlsim.cli import calibrate, kernels, plot, predict, sweep, timeline, traces, validate
+    from ddlsim.cli import (
+        calibrate,
+        calibrations,
+        kernels,
+        plot,
+        predict,
+        sweep,
+        timeline,
+        traces,
+        validate,
+    )
 
     parser = _Parser(
         prog="ddlsim",
@@ -39,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
     predict.register(sub)
     calibrate.register(sub)
+    calibrations.register(sub)
     validate.register(sub)
     traces.register(sub)
     timeline.register(sub)
@@ -50,22 +79,29 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ddlsim`` console script; returns the exit code."""
-    try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
-        return int(args.func(args) or 0)
-    except UsageError as exc:
-        print(f"ddlsim: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except DdlsimError as exc:
-        message = " ".join(str(exc).split())
-        print(f"ddlsim: error: {message}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("ddlsim: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except BrokenPipeError:
-        return 0
+    with sigterm_as_interrupt():
+        try:
+            parser = build_parser()
+            args = parser.parse_args(argv)
+            return int(args.func(args) or 0)
+        except (UsageError, DdlsimError) as exc:
+            return _error(str(exc))
+        except KeyboardInterrupt as exc:
+            code = exit_code(exc)
+            print(f"ddlsim: {'interrupted' if code == EXIT_INTERRUPTED else 'terminated'}",
+                  file=sys.stderr)  # fmt: skip
+            return code
+        except BrokenPipeError:
+            return 0
+        except OSError as exc:  # a file the command was given, that the checks did not foresee
+            where = f": {exc.filename}" if exc.filename is not None else ""
+            return _error(f"{exc.strerror or exc}{where}")
+
+
+def _error(message: str) -> int:
+    """Print ``ddlsim: error: <message>`` on one line (long values cut); exit code 2."""
+    print(f"ddlsim: error: {clip_long_words(message)}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -60,6 +60,21 @@ def _schedule(i: dict[str, Any]) -> str:
     return f"{name}: {words}"
 
 
+def _user_lines(user: dict[str, Any] | None) -> list[str]:
+    """What the search did with the user's own calibration file of this configuration
+    (:mod:`ddlsim.workload.store`): used, and the shipped file it shadows, or passed over."""
+    if user is None:
+        return []
+    pad = " " * 19
+    if user["used"] and user["shadows"]:
+        lines = [f"{pad}your own file, shadowing the shipped {user['shadows']}: {user['reason']}"]
+    elif user["used"]:
+        lines = [f"{pad}your own file (user calibration directory)"]
+    else:
+        lines = [f"{pad}not your {user['file']}: {user['reason']} (--calibration FILE uses yours)"]
+    return [*lines, f"{pad}'ddlsim calibrations' lists your files; delete one to stop using it"]
+
+
 def _nccl_choices(ops: list[dict[str, Any]]) -> str:
     """``; ran ring/LL x 3, tree/Simple x 51`` from the ops' labels (empty without NCCL)."""
     counts: dict[str, int] = {}
@@ -188,6 +203,7 @@ def format_prediction(p: Prediction) -> str:
         f"    calibration    {cal['method']}: {_calibration_source(cal, source)}",
         f"                   {cal['device_rule']}",
         *_network_calibration_lines(i.get("network_calibration")),
+        *_user_lines(cal.get("user")),
         f"    engine         {i['engine']}",
         "",
     ]

@@ -14,7 +14,7 @@ import sys
 import time
 from typing import Any
 
-from ddlsim.cli.args import int_at_least, output_file
+from ddlsim.cli.args import int_at_least, output_file, scheduler_address
 
 #: (flag, predict() keyword, argparse type)
 _PARAMS = (
@@ -99,12 +99,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="OUT",
         help="rows to write: .csv, .parquet (pandas + pyarrow), or - (CSV on stdout)",
     )
-    p.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler")
+    p.add_argument(
+        "--scheduler",
+        type=scheduler_address,
+        metavar="ADDRESS",
+        help="an existing Dask scheduler, tcp://host:port",
+    )
     p.add_argument(
         "--workers",
         type=int_at_least(1),
         default=None,
-        help="local Dask worker processes (default: the CPU count)",
+        help="local Dask worker processes (default: one per usable core; at most 4 per core "
+        "and what half the available memory holds at 100 MB each)",
     )
     p.add_argument("--serial", action="store_true", help="no Dask: evaluate in this process")
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line")
@@ -162,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
     from ddlsim.analysis.sweep import check_grid_size, evaluate, expand_grid, parquet_modules
     from ddlsim.cli.applies import warn_inapplicable_grid
 
+    if args.workers is not None and not args.serial and args.scheduler is None:
+        from ddlsim.analysis.distributed import check_workers
+
+        check_workers(args.workers)
     if args.output.lower().endswith(".parquet"):
         parquet_modules()  # pandas and pyarrow present: fail before the work
     raw: dict[str, Any] = load_grid_file(args.grid) if args.grid else {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+from ddlsim.config import ExecutionConfig
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.strategy import DEFAULT_BATCH_PER_GPU, PRECISIONS, Strategy
@@ -61,7 +62,11 @@ class ValidateOptions:
             )
         if self.assume_precision is not None and self.assume_precision not in PRECISIONS:
             raise UnknownNameError("assumed precision", self.assume_precision, PRECISIONS)
-        # Strategy checks the NCCL and Horovod releases, the fusion threshold and cycle time
+        # the job's execution checks the fusion threshold's and cycle time's ranges, Strategy
+        # the NCCL and Horovod releases
+        ExecutionConfig(
+            fusion_threshold_mb=self.fusion_threshold_mb, cycle_time_ms=self.cycle_time_ms
+        )
         knobs: dict[str, object] = {"batch_per_gpu": batch or DEFAULT_BATCH_PER_GPU}
         if self.nccl_version is not None:
             knobs["nccl_version"] = self.nccl_version

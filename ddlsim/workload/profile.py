@@ -27,11 +27,34 @@ from pathlib import Path
 from typing import Any
 
 from ddlsim.atomic import atomic_write_text, check_replaceable, make_parents, remove_empty
-from ddlsim.errors import CalibrationError
+from ddlsim.errors import CalibrationError, ConfigError, shown
 
 SCHEMA_VERSION = 1
 FORMAT = "ddlsim-calibration"
 LAYER_COLUMNS = ("name", "fwd_time_s", "bwd_time_s", "grad_bytes")
+
+#: the physically meaningful range of a calibration's times: a training step takes at least a
+#: microsecond (a GPU kernel launch alone takes several) and at most a million seconds (11.6
+#: days; any layer's time, and the time no layer owns, at most that too). A file or a derived
+#: calibration outside it is refused, so that nothing downstream meets an overflow or a NaN.
+MIN_STEP_TIME_S = 1e-6
+MAX_TIME_S = 1e6
+#: the range of a single-device throughput a calibration may be anchored or rescaled to,
+#: images/s: from one image every 100 s (20x slower than one CPU core training VGG-16) to
+#: ten million (a thousand times a GPU's AlexNet rate)
+MIN_IMAGES_PER_SEC = 1e-2
+MAX_IMAGES_PER_SEC = 1e7
+
+
+def check_images_per_sec(value: float, what: str) -> None:
+    """``value`` is a finite throughput in [:data:`MIN_IMAGES_PER_SEC`,
+    :data:`MAX_IMAGES_PER_SEC`]; a :class:`~ddlsim.errors.ConfigError` naming ``what`` if not."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not ok or not math.isfinite(value) or not MIN_IMAGES_PER_SEC <= value <= MAX_IMAGES_PER_SEC:
+        raise ConfigError(
+            f"{what} must be a number of images/s in {MIN_IMAGES_PER_SEC:g}.."
+            f"{MAX_IMAGES_PER_SEC:g}, got {shown(value)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -156,30 +179,47 @@ def from_dict(doc: Any, source: str = "<memory>") -> ModelProfile:
         )
     except CalibrationError:
         raise
-    except (KeyError, TypeError, ValueError) as exc:
-        raise CalibrationError(f"{source}: malformed calibration file ({exc!r})") from None
-    _check(profile, source)
-    return profile
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        reason = " ".join(repr(exc).split())[:200]
+        raise CalibrationError(f"{source}: malformed calibration file ({reason})") from None
+    return check(profile, source)
 
 
-def _check(profile: ModelProfile, source: str) -> None:
-    """Reject non-finite or negative times, empty layer lists and a non-positive step."""
+def check(profile: ModelProfile, source: str) -> ModelProfile:
+    """``profile`` after checking it (a file read, or a calibration derived from one): layer
+    rows present, a batch >= 1, every time finite and within the physical range
+    (:data:`MIN_STEP_TIME_S`, :data:`MAX_TIME_S`); :class:`CalibrationError` naming ``source``
+    and the value otherwise."""
     if not profile.layers:
         raise CalibrationError(f"{source}: no layer rows")
-    if not (math.isfinite(profile.step_time_s) and profile.step_time_s > 0):
-        raise CalibrationError(f"{source}: step_time_s must be > 0, got {profile.step_time_s}")
+    step = profile.step_time_s
+    if not (math.isfinite(step) and MIN_STEP_TIME_S <= step <= MAX_TIME_S):
+        raise CalibrationError(
+            f"{source}: step_time_s must be in {MIN_STEP_TIME_S:g}..{MAX_TIME_S:g} s, got {step:g}"
+        )
     if profile.batch_per_gpu < 1:
         raise CalibrationError(f"{source}: batch_per_gpu must be >= 1, got {profile.batch_per_gpu}")
-    if not (math.isfinite(profile.unattributed_time_s) and profile.unattributed_time_s >= 0):
+    if not _time_ok(profile.unattributed_time_s):
         raise CalibrationError(
-            f"{source}: unattributed_time_s must be >= 0, got {profile.unattributed_time_s}"
+            f"{source}: unattributed_time_s must be in 0..{MAX_TIME_S:g} s, got "
+            f"{profile.unattributed_time_s:g}"
         )
     for la in profile.layers:
         for value in (la.fwd_time_s, la.bwd_time_s):
-            if not (math.isfinite(value) and value >= 0):
-                raise CalibrationError(f"{source}: layer {la.name!r} has a bad time {value!r}")
+            if not _time_ok(value):
+                raise CalibrationError(
+                    f"{source}: layer {shown(la.name)} has a time of {value:g} s; a layer time "
+                    f"must be in 0..{MAX_TIME_S:g} s"
+                )
         if la.grad_bytes < 0:
-            raise CalibrationError(f"{source}: layer {la.name!r} has grad_bytes {la.grad_bytes}")
+            raise CalibrationError(
+                f"{source}: layer {shown(la.name)} has grad_bytes {la.grad_bytes}"
+            )
+    return profile
+
+
+def _time_ok(value: float) -> bool:
+    return math.isfinite(value) and 0 <= value <= MAX_TIME_S
 
 
 def load(path: str | os.PathLike[str]) -> ModelProfile:

@@ -1,25 +1,40 @@
-"""Finding the calibration for (model, device, batch, precision).
+"""Finding the calibration for (model, device, batch, precision): one precedence rule.
 
-Search order: an explicit file (``--calibration FILE``); the user calibration directory
-(``$DDLSIM_CALIBRATION_DIR``, else ``$XDG_DATA_HOME/ddlsim/calibration``, else
-``~/.local/share/ddlsim/calibration`` — where ``ddlsim calibrate`` writes); the calibrations
-shipped with the package. Files live at ``<dir>/<device>/<model>/b<batch>-<precision>.json``.
+Files live at ``<dir>/<device>/<model>/b<batch>-<precision>.json`` in two places: the user
+calibration directory (``$DDLSIM_CALIBRATION_DIR``, else ``$XDG_DATA_HOME/ddlsim/calibration``,
+else ``~/.local/share/ddlsim/calibration`` -- where ``ddlsim calibrate`` writes) and the
+calibrations shipped with the package. The rule:
 
-When no file has the requested batch, the nearest batch of the same model, device and precision
-is transferred by per-layer roofline ratios (:mod:`ddlsim.workload.roofline`); the result says so
-in its provenance (``method: roofline-batch-transfer``), it is never presented as measured.
+1. A file given with ``--calibration FILE`` is used, whatever it is: the user asked.
+2. Otherwise, of the user's file and the shipped file of the same configuration, one that
+   rests on a measurement of this GPU wins over an estimate (:func:`measured_on_gpu`):
+   profiled on it, anchored to a throughput measured on it, or corrected by runs measured on
+   it, against re-timed from another GPU by roofline ratios (``ddlsim calibrate
+   --transfer-to``) or corrected by other GPUs' runs. So a transferred file never outranks a
+   measured or anchored one of the same GPU unless it is given with ``--calibration``.
+3. Between two files of the same standing, the user's wins: made on purpose, for this user's
+   machine. It *shadows* the shipped one, and the prediction says so (:class:`Choice`, the
+   report's calibration lines, ``inputs.calibration.user`` in ``--json``); ``ddlsim
+   calibrations`` lists the user's files and what each does.
+
+When no file has the requested batch, each place's nearest batch of the same model, device and
+precision (the two weighed by the same rule) is transferred by per-layer roofline ratios
+(:mod:`ddlsim.workload.roofline`); the result says so in its provenance (``method:
+roofline-batch-transfer``), it is never presented as measured.
 """
 
 from __future__ import annotations
 
+import json
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ddlsim.cluster.specs import DeviceSpec
 from ddlsim.errors import CalibrationError
 from ddlsim.workload.layers import ModelSpec
-from ddlsim.workload.profile import ModelProfile, load
+from ddlsim.workload.profile import ModelProfile, check, load
 from ddlsim.workload.retime import roofline_retime
 
 _PKG_DIR = Path(__file__).resolve().parents[1]
@@ -59,22 +74,150 @@ def _batches(root: Path, model: str, device: str, precision: str) -> dict[int, P
     return found
 
 
+#: the provenance method of a calibration re-timed from another GPU by roofline ratios
+DEVICE_TRANSFER = "roofline-device-transfer"
+#: the method of a roofline split corrected by measured/roofline ratios, whose ``correction``
+#: ``scope`` says of which GPU's runs (``v100-sxm2/fp32``; ``*/fp32``: every GPU's)
+CORRECTED = "roofline-corrected"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The file the search chose for one configuration, and the user's file it weighed:
+    ``used`` (the file read), ``user_file`` (the user's file of that configuration, or None),
+    ``shadows`` (the shipped file the user's file stands in front of, when it is used) and
+    ``passed_over`` (True when the user's file was not used: re-timed from another GPU, behind
+    a shipped file calibrated on this one)."""
+
+    used: Path
+    user_file: Path | None = None
+    shadows: Path | None = None
+    passed_over: bool = False
+    #: why, in words (what the report prints)
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any] | None:
+        """What ``--json`` records under ``inputs.calibration.user`` (None: no user file)."""
+        if self.user_file is None:
+            return None
+        return {
+            "file": str(self.user_file),
+            "used": not self.passed_over,
+            "shadows": None if self.shadows is None else str(self.shadows),
+            "passed_over_for": str(self.used) if self.passed_over else None,
+            "reason": self.reason,
+            "list_with": "ddlsim calibrations",
+        }
+
+
+def estimate_kind(path: Path) -> str | None:
+    """How the calibration file at ``path`` is an estimate rather than a measurement of the GPU
+    it is filed under (``<gpu>/<model>/...``): ``re-timed from another GPU`` or ``corrected
+    by other GPUs' runs``; None when it rests on a measurement of that GPU (profiled on it,
+    anchored to a throughput measured on it, corrected by its own runs) or says nothing else.
+    A file that cannot be read counts as measured: the search reads it and names the fault."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    provenance = doc.get("provenance") if isinstance(doc, dict) else None
+    if not isinstance(provenance, dict):
+        return None
+    method = provenance.get("method")
+    if method == DEVICE_TRANSFER:
+        return f"re-timed from {provenance.get('from_device', 'another GPU')} by roofline ratios"
+    if method == CORRECTED:
+        correction = provenance.get("correction")
+        scope = correction.get("scope") if isinstance(correction, dict) else None
+        gpu = path.parent.parent.name
+        if not (isinstance(scope, str) and scope.partition("/")[0] == gpu):
+            return "a roofline corrected by other GPUs' runs"
+    return None
+
+
+def measured_on_gpu(path: Path) -> bool:
+    """Whether the file rests on a measurement of its GPU (:func:`estimate_kind`)."""
+    return estimate_kind(path) is None
+
+
+def choose(user: Path | None, shipped: Path | None) -> Choice | None:
+    """The precedence rule (module docstring) between the user's file and the shipped file of
+    one configuration, either of which may be missing."""
+    if user is None:
+        return None if shipped is None else Choice(shipped)
+    if shipped is None:
+        return Choice(user, user_file=user, reason="the only file of this configuration")
+    mine, theirs = estimate_kind(user), estimate_kind(shipped)
+    gpu = user.parent.parent.name
+    if mine is not None and theirs is None:
+        return Choice(
+            shipped,
+            user_file=user,
+            passed_over=True,
+            reason=f"yours is an estimate ({mine}); the shipped one rests on measurements of {gpu}",
+        )
+    why = (
+        "rests on a measurement of"
+        if mine is None
+        else "is an estimate, as is the shipped one, for"
+    )
+    return Choice(user, user_file=user, shadows=shipped, reason=f"yours {why} {gpu}")
+
+
+def search(model: str, device: str, batch: int, precision: str) -> tuple[Choice, int] | None:
+    """The file to read for (model, device, batch, precision) and its batch: the exact batch
+    if either place has it; else each place's nearest batch (the larger on a tie), the two
+    weighed by the same rule; None when neither place has the model on that device at that
+    precision."""
+    places = [
+        _nearest(root, model, device, batch, precision) for root in (user_dir(), shipped_dir())
+    ]
+    if any(p is not None and p[0] == batch for p in places):  # then only files of that batch
+        places = [p if p is not None and p[0] == batch else None for p in places]
+    user, shipped = places
+    choice = choose(user[1] if user else None, shipped[1] if shipped else None)
+    if choice is None:
+        return None
+    used_batch = user[0] if user is not None and choice.used == user[1] else shipped[0]
+    return choice, used_batch
+
+
+def _nearest(
+    root: Path, model: str, device: str, batch: int, precision: str
+) -> tuple[int, Path] | None:
+    """The file of ``root`` with ``batch``, else with the nearest batch (the larger on a tie)."""
+    exact = calibration_path(root, model, device, batch, precision)
+    if exact.is_file():
+        return batch, exact
+    candidates = _batches(root, model, device, precision)
+    if not candidates:
+        return None
+    nearest = min(candidates, key=lambda b: (abs(b - batch), -b))
+    return nearest, candidates[nearest]
+
+
 def find_profile(model: ModelSpec, device: DeviceSpec, batch: int, precision: str) -> ModelProfile:
     """The calibration to use for ``model`` on ``device`` at ``batch`` and ``precision``."""
-    roots = [user_dir(), shipped_dir()]
-    for root in roots:
-        exact = calibration_path(root, model.name, device.id, batch, precision)
-        if exact.is_file():
-            return load(exact)
-    for root in roots:
-        candidates = _batches(root, model.name, device.id, precision)
-        if candidates:
-            nearest = min(candidates, key=lambda b: (abs(b - batch), -b))
-            return transfer_batch(load(candidates[nearest]), model, device, batch)
-    raise CalibrationError(
-        f"no calibration for {model.name} on {device.id} at {precision} in "
-        f"{' or '.join(str(r) for r in roots)}; run 'ddlsim calibrate' or pass --calibration FILE"
-    )
+    return find_profile_and_choice(model, device, batch, precision)[0]
+
+
+def find_profile_and_choice(
+    model: ModelSpec, device: DeviceSpec, batch: int, precision: str
+) -> tuple[ModelProfile, Choice]:
+    """:func:`find_profile`, and the :class:`Choice` that picked its file."""
+    found = search(model.name, device.id, batch, precision)
+    if found is None:
+        roots = [user_dir(), shipped_dir()]
+        raise CalibrationError(
+            f"no calibration for {model.name} on {device.id} at {precision} in "
+            f"{' or '.join(str(r) for r in roots)}; run 'ddlsim calibrate' or pass "
+            "--calibration FILE"
+        )
+    choice, found_batch = found
+    profile = load(choice.used)
+    if found_batch != batch:
+        profile = transfer_batch(profile, model, device, batch)
+    return profile, choice
 
 
 def transfer_batch(
@@ -90,4 +233,4 @@ def transfer_batch(
         "from_file": profile.path,
         "from_method": profile.provenance.get("method"),
     }
-    return replace(moved, provenance=provenance)
+    return check(replace(moved, provenance=provenance), f"{profile.describe()} at batch {batch}")

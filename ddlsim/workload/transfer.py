@@ -19,12 +19,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ddlsim.cluster import catalog
-from ddlsim.errors import CalibrationError, ConfigError, UnknownNameError
-from ddlsim.workload.profile import ModelProfile
+from ddlsim.errors import CalibrationError, UnknownNameError
+from ddlsim.workload.profile import ModelProfile, check, check_images_per_sec
 from ddlsim.workload.retime import roofline_retime
 from ddlsim.workload.zoo import get_model
-
-MAX_IMAGES_PER_SEC = 1e7
 
 
 def _now() -> str:
@@ -38,11 +36,7 @@ def _source(profile: ModelProfile) -> dict[str, Any]:
 def anchor_throughput(profile: ModelProfile, images_per_sec: float, source: str) -> ModelProfile:
     """``profile`` rescaled so that one GPU runs ``images_per_sec``; ``source`` says where that
     figure comes from (``--anchor-throughput`` or a log file and line)."""
-    if not 0 < images_per_sec < MAX_IMAGES_PER_SEC:
-        raise ConfigError(
-            f"anchor throughput must be in (0, {MAX_IMAGES_PER_SEC:g}) images/s, "
-            f"got {images_per_sec}"
-        )
+    check_images_per_sec(images_per_sec, "anchor throughput")
     factor = (profile.batch_per_gpu / images_per_sec) / profile.step_time_s
     provenance = {
         "method": "throughput-anchored",
@@ -52,7 +46,8 @@ def anchor_throughput(profile: ModelProfile, images_per_sec: float, source: str)
         "scale_factor": factor,
         "base": _source(profile),
     }
-    return replace(profile.scaled(factor), provenance=provenance, path=None)
+    anchored = replace(profile.scaled(factor), provenance=provenance, path=None)
+    return check(anchored, f"{profile.describe()} anchored to {images_per_sec:g} images/s")
 
 
 def transfer_device(profile: ModelProfile, gpu: str, *, stamp: bool = True) -> ModelProfile:
@@ -78,10 +73,11 @@ def transfer_device(profile: ModelProfile, gpu: str, *, stamp: bool = True) -> M
         "to_device": dst.id,
         "base": _source(profile),
     }
-    return replace(
+    moved = replace(
         moved,
         device=dst.id,
         provenance=provenance,
         device_info={"name": dst.name, "transferred_from": src.id},
         path=None,
     )
+    return check(moved, f"{profile.describe()} re-timed for {dst.id}")
