@@ -7,10 +7,11 @@ runs, and precision (fp32; amp where the GPU has a fast fp16 path): a split of t
 per-layer model (ddlsim.workload.roofline; convolutions and matrix products by the kernel model
 fitted to the measured cuDNN kernels of traces/measured/kernels/, ddlsim.workload.kernels),
 anchored to the measured single-GPU throughput in traces/measured/runs.csv where the exact
-configuration was measured, else corrected by the median measured/model ratio of the same
-device (see ddlsim.workload.anchored). Every file's provenance names the per-layer model and its
-fit. The ``created`` date is fixed per release so that regenerating is reproducible (a test
-regenerates a few files and compares).
+configuration (model, GPU, batch, precision) was measured, else the model's own step with no
+factor (see ddlsim.workload.anchored). Every file's provenance names the per-layer model, its
+fit, the kernel families and libraries that time it, and its anchor (or null). The printed
+measured/model ratios are a check of the model, not applied. The ``created`` date is fixed per
+release so that regenerating is reproducible (a test regenerates a few files and compares).
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ sys.path.insert(0, str(ROOT))
 
 from ddlsim.cluster import catalog  # noqa: E402
 from ddlsim.workload.anchored import (  # noqa: E402
-    anchor_factors,
     anchored_profile,
+    measured_over_model,
     read_anchors,
 )
 from ddlsim.workload.profile import save  # noqa: E402
@@ -66,18 +67,20 @@ def main(out_dir: Path = ROOT / "calibration") -> int:
     anchors = read_anchors(RUNS_CSV)
     models = {name: get_model(name) for name in MODEL_NAMES}
     devices = {name: catalog.device(name) for name in canonical_devices()}
-    factors = anchor_factors(anchors, models, devices)
     counts: dict[str, int] = {}
     for model, dev, batch, precision in configurations(anchors):
-        prof = anchored_profile(model, dev, batch, precision, anchors, factors, CREATED)
+        prof = anchored_profile(model, dev, batch, precision, anchors, CREATED)
         path = calibration_path(out_dir, model.name, dev.id, batch, precision)
         if path.exists():
             path.unlink()
         save(prof, path)
         method = prof.provenance["method"]
         counts[method] = counts.get(method, 0) + 1
-    for key, (factor, ids) in sorted(factors.items()):
-        print(f"measured/roofline {key[0]:>10}/{key[1]:<5} {factor:6.3f}  ({len(ids)} runs)")
+    ratios = measured_over_model(anchors, models, devices)
+    for key, (ratio, ids) in sorted(ratios.items()):
+        print(
+            f"measured/model (not applied) {key[0]:>10}/{key[1]:<5} {ratio:6.3f}  ({len(ids)} runs)"
+        )
     print(", ".join(f"{n} {m}" for m, n in sorted(counts.items())))
     return 0
 

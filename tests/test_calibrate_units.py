@@ -48,8 +48,11 @@ def shipped(gpu="p100-sxm2", model="resnet50", batch=64):
         ("Tesla V100-SXM3-32GB", "v100-sxm3"),
         ("NVIDIA A100-SXM4-40GB", "a100"),
         ("NVIDIA H100 80GB HBM3", "h100"),
-        ("NVIDIA A100-PCIE-40GB", None),  # the catalog's A100 is the SXM4 part
-        ("NVIDIA H100 PCIe", None),
+        ("NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
+        ("NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"),
+        ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"),
+        ("NVIDIA H100 PCIe", "h100-pcie"),
+        ("NVIDIA A10", "a10"),
         ("NVIDIA GeForce RTX 3090", None),
         ("Tesla V100S-PCIE-32GB", None),
     ],

@@ -46,7 +46,7 @@ def test_the_readme_transfer_no_longer_changes_a_measured_gpus_prediction(cli, u
     user = after["inputs"]["calibration"]["user"]
     assert user["file"] == str(mine) and user["used"] is False
     assert user["passed_over_for"] == str(V100)
-    assert "re-timed from k80" in user["reason"] and "measurements of v100-sxm2" in user["reason"]
+    assert "re-timed from k80" in user["reason"] and "per-layer model" in user["reason"]
     code, text, _ = cli("predict", "--gpu", "v100", "--model", "resnet50", "--gpus", "8")
     assert f"not your {mine}: yours is an estimate (re-timed from k80" in text
     assert "'ddlsim calibrations' lists your files" in text
@@ -71,14 +71,20 @@ def test_a_measured_user_file_shadows_the_shipped_one_and_says_so(cli, user_dir)
 
 
 def test_between_two_estimates_the_users_file_wins(cli, user_dir):
-    """The shipped A100 file is a roofline corrected by other GPUs' runs: an estimate, as is a
-    transfer from a measured K80 file; the user's own wins and shadows it."""
+    """The shipped A100 file is ddlsim's per-layer model of the A100 (no anchor); a user's file
+    of the same standing (here: the model's own step, edited) wins and shadows it, while a
+    transfer from another GPU stands below it and is passed over."""
     assert cli("calibrate", "--calibration", str(K80), "--transfer-to", "a100")[0] == 0
+    doc = _json(cli, "--gpu", "a100", "--model", "resnet50")
+    user = doc["inputs"]["calibration"]["user"]
+    assert user["used"] is False and user["passed_over_for"] == str(A100)
+    mine = json.loads(A100.read_text())
+    mine["provenance"]["note"] = "the same model, this user's copy"
+    (user_dir / "a100" / "resnet50" / A100.name).write_text(json.dumps(mine))
     doc = _json(cli, "--gpu", "a100", "--model", "resnet50")
     user = doc["inputs"]["calibration"]["user"]
     assert user["used"] is True and user["shadows"] == str(A100)
     assert "estimate, as is the shipped one" in user["reason"]
-    assert doc["inputs"]["calibration"]["method"] == "roofline-device-transfer"
 
 
 def test_a_user_file_of_a_configuration_nothing_ships_is_just_used(cli, user_dir, tmp_path):
@@ -102,7 +108,9 @@ def test_calibrations_lists_the_users_files_and_what_each_does(cli, user_dir):
     code, out, _ = cli("calibrations", "--json")
     doc = json.loads(out)
     status = {Path(f["file"]).parent.parent.name: f["status"] for f in doc["files"]}
-    assert status == {"a100": "used", "v100-sxm2": "passed over", "p100-sxm2": "unreadable"}
+    assert status == {"a100": "passed over", "v100-sxm2": "passed over", "p100-sxm2": "unreadable"}
+    mine = json.loads(A100.read_text())
+    (user_dir / "a100" / "resnet50" / A100.name).write_text(json.dumps(mine))
     code, text, _ = cli("calibrations")
     assert "passed over for" in text and "used, shadowing" in text and "unreadable" in text
     assert "delete a file to stop using it" in text
@@ -122,12 +130,16 @@ def test_the_rule_is_one_function_of_the_two_files(tmp_path):
         "v100-sxm2", {"method": "roofline-corrected", "correction": {"scope": "v100-sxm2/fp32"}}
     )
     pooled = file("v100-sxm2", {"method": "roofline-corrected", "correction": {"scope": "*/fp32"}})
+    modelled = file("v100-sxm2", {"method": "per-layer-model", "anchor": None})
     profiled = file("v100-sxm2", {"method": "torch-profiler"})
     assert estimate_kind(transfer) == "re-timed from k80 by roofline ratios"
     assert estimate_kind(pooled) == "a roofline corrected by other GPUs' runs"
     assert estimate_kind(own) is None and estimate_kind(profiled) is None
     assert choose(transfer, own).passed_over and choose(transfer, own).used == own
-    assert choose(transfer, pooled).used == transfer  # two estimates: the user's
+    assert choose(transfer, modelled).used == modelled  # a transfer stands below the model
+    assert choose(transfer, pooled).used == pooled
+    assert choose(pooled, modelled).used == pooled  # two models of this GPU: the user's
+    assert choose(transfer, transfer).used == transfer
     assert choose(profiled, own).used == profiled  # two measurements: the user's
     assert choose(profiled, own).shadows == own
     assert choose(None, own).used == own and choose(None, None) is None

@@ -614,3 +614,81 @@ def test_faster_generations_of_a_family_are_faster_over_rdma() -> None:
     ):
         rates = [catalog.network(name).bandwidth_Bps("rdma") for name in family]
         assert rates == sorted(rates) and len(set(rates)) == len(rates), family
+
+
+# --------------------------------------------------------------------------- modern GPUs
+
+
+#: FP32 lanes per SM (datasheets / architecture whitepapers): GA100 64, GA102 and GH100 128
+_LANES = {"a100": 64, "a100-sxm4-80gb": 64, "a100-pcie-40gb": 64, "a100-pcie-80gb": 64,
+          "h100": 128, "h100-pcie": 128, "a10": 128}  # fmt: skip
+
+
+@pytest.mark.parametrize("gpu", sorted(_LANES))
+def test_modern_gpus_peaks_follow_their_clocks(gpu: str) -> None:
+    """fp32 peak = SMs x FP32 lanes x 2 x boost clock; dense fp16 tensor = 2 x dense TF32;
+    base clock below boost; every figure has a source."""
+    d = catalog.device(gpu)
+    assert d.sm_count * _LANES[gpu] * 2 * d.boost_clock_hz == pytest.approx(
+        d.peak_fp32_flops, rel=0.01
+    )
+    assert d.peak_fp16_flops == pytest.approx(2 * d.peak_tf32_flops)
+    assert d.base_clock_hz < d.boost_clock_hz and d.max_power_w >= 150
+    assert d.arch in ("ampere", "hopper")
+    for key in ("base_clock_MHz", "boost_clock_MHz", "max_power_W", "peak_tf32_TFLOPS"):
+        assert key in d.sources
+
+
+def test_pcie_cards_are_pcie_servers_with_their_power_limits() -> None:
+    for gpu, fabric in (("a100-pcie-40gb", "pcie4"), ("a100-pcie-80gb", "pcie4"),
+                        ("h100-pcie", "pcie5"), ("a10", "pcie4")):  # fmt: skip
+        d = catalog.device(gpu)
+        assert build_cluster(gpu, 8).intra_link == fabric and d.host_link == fabric
+        assert d.max_power_w < catalog.device("a100").max_power_w
+    assert build_cluster("a100-sxm4-80gb", 8).intra_link == "nvlink-a100"
+    # the 80 GB parts: HBM2e, faster than the 40 GB ones
+    assert (
+        catalog.device("a100-sxm4-80gb").mem_bandwidth_Bps
+        > catalog.device("a100").mem_bandwidth_Bps
+    )
+    assert (
+        catalog.device("a100-pcie-80gb").mem_bandwidth_Bps
+        > catalog.device("a100-pcie-40gb").mem_bandwidth_Bps
+    )
+    # the H100 PCIe datasheet quotes its tensor cores at a lower clock than the SXM5's
+    per_sm = {
+        g: catalog.device(g).peak_fp16_flops / catalog.device(g).sm_count
+        for g in ("h100", "h100-pcie")
+    }
+    assert per_sm["h100-pcie"] < 0.9 * per_sm["h100"]
+    assert catalog.device("a100-80gb").id == "a100-sxm4-80gb"
+    assert catalog.device("a100-pcie").id == "a100-pcie-40gb"
+
+
+def test_pcie_generations_and_nvlink4() -> None:
+    """x16 per direction: PCIe 3.0 15.75, 4.0 31.5, 5.0 63 GB/s; NVLink 4 through NVSwitch
+    900 GB/s per H100 in both directions = 450 per direction."""
+    nominal = {
+        n: catalog.intra_link(n).nominal_bandwidth_Bps / 1e9
+        for n in ("pcie3", "pcie4", "pcie5", "nvlink-h100")
+    }
+    assert nominal == {"pcie3": 15.75, "pcie4": 31.5, "pcie5": 63.0, "nvlink-h100": 450.0}
+    for n in ("pcie4", "pcie5"):
+        link = catalog.intra_link(n)
+        assert (
+            link.nccl_hop == "pcie"
+            and catalog.host_link(n).nominal_bandwidth_Bps == link.nominal_bandwidth_Bps
+        )
+
+
+def test_clocks_come_all_together(tmp_path: Path) -> None:
+    doc = _doc("devices.json")
+    del doc["devices"]["a10"]["max_power_W"]
+    with pytest.raises(
+        CatalogError, match=r"'base_clock_MHz': clocks come all together.*max_power_W"
+    ):
+        catalog._load_catalog(devices_path=_write(tmp_path, "devices.json", doc))
+    doc = _doc("devices.json")
+    doc["devices"]["a10"]["base_clock_MHz"] = 2000
+    with pytest.raises(CatalogError, match="above the boost clock"):
+        catalog._load_catalog(devices_path=_write(tmp_path, "devices.json", doc))

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ddlsim.cli.main import main
 from ddlsim.cluster import catalog
 from ddlsim.errors import ConfigError
-from ddlsim.workload import kernels
+from ddlsim.workload import kernel_routes, kernels
 from ddlsim.workload.kernel_check import (
     predict_rows,
     read_kernel_csv,
@@ -27,11 +27,13 @@ from ddlsim.workload.roofline import (
     _elementwise_passes,
     conv_shape,
     layer_time_s,
+    memory_Bps,
 )
 from ddlsim.workload.zoo import get_model
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "traces" / "measured" / "kernels" / "deepbench_conv_fp32.csv"
+KERNELS_FP16 = ROOT / "traces" / "measured" / "kernels" / "deepbench_conv_v100_fp16.csv"
 HEADER = (
     "gpu,in_w,in_h,in_c,batch,out_k,filter_h,filter_w,pad_h,pad_w,stride_h,stride_w,"
     "fwd_ms,bwd_data_ms,bwd_filter_ms"
@@ -100,29 +102,28 @@ def test_never_faster_than_the_memory_roof_or_the_call():
 
 def test_winograd_is_used_for_3x3_stride_1_only_in_fp32():
     """fp32 3x3 stride 1 beats its direct GEMM by far (F(4x4,3x3) saves 4x the multiplies)."""
-    p100 = catalog.device("p100")
+    p100, m = catalog.device("p100"), default_model()
     s1 = ConvShape(32, 28, 28, 256, 256, 3, 3, 1, 1)
-    direct = kernels._gemm_s(
-        kernels._gpu(p100, "fp32"), default_model(), default_model().fwd_efficiency,
-        32 * 28 * 28, 256, 256 * 9,
-    )  # fmt: skip
+    gpu = kernels._gpu(p100, "fp32")
+    args = (gpu, gpu.cuda_flops, m.fwd_efficiency, m.tile_overhead_steps, m.memory_efficiency)
+    direct = kernel_routes.gemm_s(*args, 32 * 28 * 28, 256, 256 * 9)
     assert conv_pass_s(s1, "fwd", p100) < 0.6 * direct
 
 
 def test_fp32_runs_on_tf32_tensor_cores_where_the_gpu_has_them():
-    """A100/H100 fp32 GEMMs run at the TF32 peak x the tensor-core ratio (the frameworks'
-    default); tf32=False is the CUDA-core fp32 of NVIDIA_TF32_OVERRIDE=0; a P100 has no TF32."""
+    """A100/H100 fp32 GEMMs run at the TF32 peak with the tensor-core coefficients (the
+    frameworks' default); tf32=False is the CUDA-core fp32 of NVIDIA_TF32_OVERRIDE=0; a P100
+    has no TF32."""
     model = default_model()
     big = ConvShape(64, 56, 56, 256, 256, 1, 1)  # 1x1: GEMM only, compute bound
     for gpu in ("a100", "h100"):
         dev = catalog.device(gpu)
         on, off = (conv_pass_s(big, "fwd", dev, tf32=flag) for flag in (True, False))
-        flops = big.flops
         strict = kernels._gpu(kernels.without_tf32(dev), "fp32")
-        assert off == pytest.approx(kernels._conv_s(big, "fwd", strict, "fp32", model))
+        assert not strict.tensor_flops
+        assert off == pytest.approx(kernels._conv_s(big, "fwd", strict, model, "nchw"))
         # the TF32 route: at most the tensor-core rate, and well above CUDA-core fp32
-        rate = dev.peak_tf32_flops * model.fwd_efficiency * model.tensor_core_efficiency_ratio
-        assert on >= flops / rate
+        assert on >= big.flops / (dev.peak_tf32_flops * model.tc_fwd_efficiency)
         assert on < off / 2
     p100 = catalog.device("p100")
     assert conv_pass_s(big, "fwd", p100, tf32=True) == conv_pass_s(big, "fwd", p100, tf32=False)
@@ -135,8 +136,10 @@ def test_winograd_stays_on_the_cuda_cores_under_tf32():
     on, off = (conv_pass_s(s1, "fwd", a100, tf32=flag) for flag in (True, False))
     assert on <= off  # Winograd at fp32 is still one of the routes
     gpu = kernels._gpu(a100, "fp32")
-    assert gpu.tensor_cores and gpu.winograd_flops == a100.peak_fp32_flops
-    assert not kernels._gpu(a100, "amp").winograd_flops
+    assert gpu.tensor_flops == a100.peak_tf32_flops
+    assert gpu.winograd_flops == a100.peak_fp32_flops
+    # amp: the CUDA-core routes (Winograd included) compute in fp32 on fp16 data
+    assert kernels._gpu(a100, "amp").winograd_flops == a100.peak_fp32_flops
 
 
 def test_strided_data_gradient_visits_every_input_pixel():
@@ -177,6 +180,10 @@ def test_amp_needs_a_fast_fp16_path_and_cpus_have_no_kernel_model():
     shape = ConvShape(8, 14, 14, 64, 64, 3, 3, 1, 1)
     with pytest.raises(ConfigError, match="no fast fp16 path"):
         conv_pass_s(shape, "fwd", catalog.device("k80"), "amp")
+    with pytest.raises(ConfigError, match="unknown layout 'chwn'"):
+        conv_pass_s(shape, "fwd", catalog.device("v100"), "amp", layout="chwn")
+    with pytest.raises(ConfigError, match="unknown precision 'fp8'"):
+        conv_pass_s(shape, "fwd", catalog.device("v100"), "fp8")
     with pytest.raises(ConfigError, match="no SM count"):
         conv_pass_s(shape, "fwd", catalog.device("epyc-zen4-core"))
     assert conv_pass_s(shape, "fwd", catalog.device("v100"), "amp") < conv_pass_s(
@@ -196,12 +203,8 @@ def test_roofline_times_conv_layers_with_the_kernel_model():
         b_k = sum(conv_pass_s(shape, p, p100) for p in passes)
         # + batch norm and ReLU: passes over the output at the memory roof, 2 kernels forward
         pf, pb = _elementwise_passes(layer)
-        out_s = (
-            64
-            * layer.output_elems
-            * 4
-            / (p100.mem_bandwidth_Bps * DEFAULT_PARAMS.memory_efficiency)
-        )
+        out_s = 64 * layer.output_elems * 4 / memory_Bps(p100)
+        assert memory_Bps(p100) == p100.mem_bandwidth_Bps * default_model().memory_efficiency
         launch_s = 2 * DEFAULT_PARAMS.kernel_overhead_s
         assert fwd == pytest.approx(f_k + pf * out_s + launch_s)
         assert bwd == pytest.approx(b_k + pb * out_s + 2 * launch_s)
@@ -235,13 +238,22 @@ def test_p100_fit_meets_its_target_on_vision_shapes(deepbench):
 
 
 def test_shipped_check_table_is_what_the_model_gives(deepbench):
-    """kernel_model.json records the P100 fit's MAPE per GPU and pass; the code reproduces it."""
+    """kernel_model.json records the fit's MAPE per GPU and pass of both kernel files (the
+    fp16 file's GPU as "v100 fp16"); the code reproduces it."""
     *_, summary = deepbench
-    check = kernels.model_document()["check"]["p100_fit_mape"]
-    for gpu, cells in check.items():
+    fp16_rows, _, _ = read_kernel_csv(KERNELS_FP16)
+    summary = summary + summarise(predict_rows(fp16_rows))
+    check = kernels.model_document()["check"]["fit_mape"]
+    assert set(check) == {"p100", "titanx-pascal", "m40", "titanx-maxwell", "v100 fp16"}
+    for label, cells in check.items():
+        gpu, _, math_ = label.partition(" ")
         for key, mape in cells.items():
             pass_, _, vision = key.partition(" ")
-            cell = _cell(summary, gpu, pass_, "vision" if vision else "all")
+            cell = next(
+                s for s in summary
+                if (s["gpu"], s["math"], s["pass"], s["shapes"])
+                == (gpu, math_ or "fp32", pass_, "vision" if vision else "all")
+            )  # fmt: skip
             assert cell["mape"] == pytest.approx(mape, abs=6e-5)
 
 
@@ -257,7 +269,11 @@ def test_every_coefficient_says_what_it_stands_for():
     assert set(doc["coefficients"]) == set(default_model().as_dict())
     for entry in doc["coefficients"].values():
         assert isinstance(entry["fitted"], bool) and len(entry["meaning"]) > 40
-    assert "p100" in doc["fitted_on"]["gpu"] and doc["fitted_on"]["file"].endswith(".csv")
+    files = doc["fitted_on"]["files"]
+    assert "p100" in files["cuda_core"]["gpu"] and "v100" in files["tensor_core"]["gpu"]
+    for family, library in (("cuda_core", "cudnn-6.0"), ("tensor_core", "cudnn-7.6")):
+        assert (ROOT / files[family]["file"]).is_file()
+        assert files[family]["library"].startswith(doc["libraries"][library]["library"])
 
 
 # -- the command ---------------------------------------------------------------------------------
@@ -333,8 +349,9 @@ def test_bad_rows_are_skipped_with_a_reason(tmp_path, capsys):
 
 
 def test_the_math_column_picks_the_arithmetic(tmp_path, capsys):
-    """fp32 (TF32 off) / tf32 / fp16 rows are predicted in their arithmetic; a GPU without
-    that arithmetic, or an unknown value, skips the row with the reason."""
+    """fp32 (TF32 off) / tf32 / fp16 rows are predicted in their arithmetic; a GPU that cannot
+    run that arithmetic (fp16 on a K80; tensor-core math on a GPU without tensor cores, TF32 on
+    a V100), or an unknown value, skips the row with the reason: never timed on another path."""
     path = tmp_path / "k.csv"
     shape = "14,14,256,8,256,1,1,0,0,1,1,0.1,0.1,0.1"
     path.write_text(
@@ -346,6 +363,10 @@ def test_the_math_column_picks_the_arithmetic(tmp_path, capsys):
         f"p40,{shape},fp16\n"
         f"a100,{shape},bf17\n"
         f"a100,{shape},\n"
+        f"k80,{shape},fp16\n"
+        f"p100,{shape},fp16\n"
+        f"v100,{shape},tf32\n"
+        f"titanx-maxwell,{shape},fp16\n"
     )
     code, out, _ = run_cli(["kernels", str(path), "--json"], capsys)
     assert code == 0
@@ -362,6 +383,10 @@ def test_the_math_column_picks_the_arithmetic(tmp_path, capsys):
         5: "p100-sxm2 has no TF32 tensor cores",
         6: "p40 has no fast fp16 path",
         7: "math 'bf17' is not one of fp32, tf32, fp16",
+        9: "k80 has no fast fp16 path",
+        10: "p100-sxm2 has no tensor cores, which math fp16 runs on",
+        11: "v100-sxm2 has no TF32 tensor cores",
+        12: "titanx-maxwell has no fast fp16 path",
     }
     maths = {(s["gpu"], s["math"]) for s in doc["summary"]["by_gpu_pass"]}
     assert maths == {("a100", "fp32"), ("a100", "tf32"), ("a100", "fp16")}

@@ -48,18 +48,18 @@ def test_the_passes_are_the_convolution_and_its_two_gradients() -> None:
 
 def test_writes_a_kernel_file_per_mode(tmp_path: Path) -> None:
     code = _script().main(
-        ["--device", "cpu", "--out-dir", str(tmp_path), "--gpu-id", "p100", "--limit", "2",
+        ["--device", "cpu", "--out-dir", str(tmp_path), "--gpu-id", "v100", "--limit", "2",
          "--reps", "1", "--trials", "1", "--math", "fp32", "--math", "fp16"]
     )  # fmt: skip
     assert code == 0
-    for math in ("fp32", "fp16"):
-        rows, skipped, n = read_kernel_csv(tmp_path / f"p100_torch_{math}.csv")
+    for math in ("fp32", "fp16"):  # a V100 runs both (fp16 on tensor cores)
+        rows, skipped, n = read_kernel_csv(tmp_path / f"v100_torch_{math}.csv")
         assert (n, len(rows), skipped) == (2, 2, [])
         first = rows[0]
         assert (first.shape.in_w, first.shape.in_h, first.shape.batch) == (700, 161, 4)
         assert all(t > 0 for r in rows for t in r.measured_ms.values())
-        meta = json.loads((tmp_path / f"p100_torch_{math}.json").read_text())
-        assert (meta["math"], meta["gpu_id"], meta["device_name"]) == (math, "p100", "cpu")
+        meta = json.loads((tmp_path / f"v100_torch_{math}.json").read_text())
+        assert (meta["math"], meta["gpu_id"], meta["device_name"]) == (math, "v100", "cpu")
     assert not list(tmp_path.glob("*.tmp"))
 
 

@@ -45,10 +45,28 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+def _type_checking_only(tree: ast.AST) -> set[ast.AST]:
+    """Import nodes under ``if TYPE_CHECKING:`` (for annotations only: never run)."""
+    skipped: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        test = getattr(node, "test", None)
+        if isinstance(node, ast.If) and (
+            (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+            or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        ):
+            skipped.update(n for stmt in node.body for n in ast.walk(stmt))
+    return skipped
+
+
 def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
-    """The package modules ``name`` imports anywhere (top level or inside functions)."""
+    """The package modules ``name`` imports anywhere it runs (top level or inside functions;
+    not under ``if TYPE_CHECKING:``)."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if node in skipped:
+            continue
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name in modules)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

@@ -23,6 +23,7 @@ from ddlsim.workload.roofline import (
     _elementwise_passes,
     layer_time_s,
     matmul_flops,
+    memory_Bps,
 )
 from ddlsim.workload.zoo import efficientnet, get_model
 from ddlsim.workload.zoo.builder import NetBuilder
@@ -181,7 +182,7 @@ def test_grouped_convolution_is_timed_on_the_roofline(precision: str) -> None:
     for layer in [la for la in model.layers if la.kind is LayerKind.GROUPED_CONV][::10]:
         act = 4 if precision == "fp32" else 2
         rate = v100.peak_fp32_flops * p.matmul_efficiency_fp32
-        bw = v100.mem_bandwidth_Bps * p.memory_efficiency
+        bw = memory_Bps(v100, p)
         mm, weights = matmul_flops(layer), 4 * layer.n_params
         io_fwd = batch * (layer.input_elems + layer.output_elems) * act + weights
         io_bwd = batch * (layer.output_elems + 2 * layer.input_elems) * act + 2 * weights
@@ -200,7 +201,7 @@ def test_squeeze_excitation_is_memory_bound_with_six_kernels() -> None:
     v100, p, batch = catalog.device("v100"), DEFAULT_PARAMS, 128
     layer = next(la for la in get_model("se-resnext101-32x4d").layers if la.name.endswith("se5"))
     hwc = layer.output_elems
-    bw = v100.mem_bandwidth_Bps * p.memory_efficiency
+    bw = memory_Bps(v100, p)
     for precision, act in (("fp32", 4), ("amp", 2)):
         fwd, bwd = layer_time_s(layer, v100, batch, precision)
         weights = 4 * layer.n_params

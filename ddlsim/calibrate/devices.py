@@ -18,8 +18,9 @@ from ddlsim.cluster import catalog
 from ddlsim.errors import ConfigError
 
 CPU_CATALOG_ID = "cpu"
-_FAMILIES = ("k80", "p100", "p40", "v100", "a100", "h100")
+_FAMILIES = ("k80", "p100", "p40", "v100", "a100", "h100", "a10")
 _FORM = re.compile(r"\b(pcie|sxm\d?)\b")
+_SIZE_GB = re.compile(r"\b(\d+)\s*gb\b")
 _DEVICE_FLAG = re.compile(r"^(cpu|gpu)(?::(\d+))?$")
 
 
@@ -59,7 +60,9 @@ def _form(text: str) -> str | None:
 
 
 def catalog_match(reported_name: str) -> str | None:
-    """The catalog GPU id of a device TensorFlow reports as ``reported_name``, or None."""
+    """The catalog GPU id of a device TensorFlow reports as ``reported_name``, or None: by GPU
+    family, then form factor (a name without one is not a PCIe card: NVIDIA names those
+    "PCIe"), then memory size where that still leaves several (A100 40 GB / 80 GB)."""
     text = reported_name.lower()
     family = next((f for f in _FAMILIES if re.search(rf"\b{f}\b", text)), None)
     if family is None:
@@ -71,8 +74,14 @@ def catalog_match(reported_name: str) -> str | None:
     fits = []
     for cid in candidates:
         cat_form = _form(f"{cid} {catalog.device(cid).name}")
+        if (form == "pcie") != (cat_form == "pcie"):
+            continue
         if form is None or cat_form is None or cat_form == form:
             fits.append(cid)
+    size = _SIZE_GB.search(text.replace("-", " "))
+    if len(fits) > 1 and size:
+        gib = int(size.group(1))
+        fits = [c for c in fits if round(catalog.device(c).memory_bytes / 2**30) == gib]
     return fits[0] if len(fits) == 1 else None
 
 

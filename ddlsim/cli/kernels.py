@@ -21,14 +21,17 @@ from ddlsim.errors import ConfigError
 
 _EPILOG = """\
 columns: gpu,in_w,in_h,in_c,batch,out_k,filter_h,filter_w,pad_h,pad_w,stride_h,stride_w,
-fwd_ms,bwd_data_ms,bwd_filter_ms, optional math (fp32 = TF32 off, the default; tf32; fp16);
-others are ignored. gpu is a catalog GPU name or alias (p100 = p100-sxm2). A row with an
-unknown GPU or a bad size, and a pass with an empty or bad time, is skipped with its reason.
+fwd_ms,bwd_data_ms,bwd_filter_ms, optional math (fp32 = TF32 off, the default; tf32 and fp16:
+tensor cores, fp32 sums); others are ignored. gpu is a catalog GPU name or alias (p100 =
+p100-sxm2). A row with an unknown GPU or a bad size, a math the GPU cannot run (fp16 on a K80,
+tensor-core math on a GPU without tensor cores), and a pass with an empty or bad time, is
+skipped with its reason.
 vision shapes = square inputs (image CNN layers).
 
 examples:
   ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv
   ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv --gpu m40 --json
+  ddlsim kernels traces/measured/kernels/deepbench_conv_v100_fp16.csv
   ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv --plot kernels.png
 """
 

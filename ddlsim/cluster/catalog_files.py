@@ -52,6 +52,9 @@ ARCH = "arch"
 #: optional GPU key: dense TF32 tensor-core peak (Ampere and later), what fp32 convolutions and
 #: matrix products run on by default in TensorFlow (2.4+) and PyTorch's cuDNN
 TF32 = "peak_tf32_TFLOPS"
+#: optional GPU keys, all or none: the clocks NVIDIA's product brief states (the peaks are at the
+#: boost clock) and the board's power limit, under which a card's clock may sit below its boost
+CLOCKS = ("base_clock_MHz", "boost_clock_MHz", "max_power_W")
 GPU_ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
 #: NCCL's latency classes of an intra-node hop (rows of its tuning tables)
 NCCL_HOPS = ("nvlink", "pcie")
@@ -340,7 +343,7 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         check = _Checker(file, f"device {device_id!r}")
         check.identifier(device_id)
         entry = check.obj(raw, None)
-        check.keys(entry, _DEVICE_KEYS, frozenset({"kind", SM_COUNT, ARCH, TF32}))
+        check.keys(entry, _DEVICE_KEYS, frozenset({"kind", SM_COUNT, ARCH, TF32, *CLOCKS}))
         kind = entry.get("kind", DEVICE_KINDS[0])
         if kind not in DEVICE_KINDS:
             raise check.fail("kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
@@ -356,6 +359,7 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         tf32 = check.number(entry[TF32], TF32) if TF32 in entry else None
         if tf32 is not None and (kind != "gpu" or tf32 <= fp32):
             raise check.fail(TF32, f"a GPU's tensor-core peak above its fp32 peak, got {tf32}")
+        clocks = _clocks(check, entry, kind)
         host_link = check.text(entry, "host_link")
         if host_link not in links["host"]:
             raise check.fail(
@@ -387,12 +391,14 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
                     *_DEVICE_FIGURES,
                     *([SM_COUNT, ARCH] if sm_count else []),
                     *([TF32] if tf32 is not None else []),
+                    *(CLOCKS if clocks else []),
                 ],
             ),
             kind=kind,
             arch=arch,
             sm_count=sm_count,
             peak_tf32_flops=None if tf32 is None else tflops_to_flops(tf32),
+            **clocks,
         )
         node_gpus[device_id] = per_node
         default_intra[device_id] = intra
@@ -413,6 +419,20 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         "node_gpus": node_gpus,
         "default_intra": default_intra,
     }
+
+
+def _clocks(check: _Checker, entry: dict[str, Any], kind: str) -> dict[str, float]:
+    """The DeviceSpec clock and power fields of a GPU entry that gives all of CLOCKS (SI)."""
+    given = [key for key in CLOCKS if key in entry]
+    if not given:
+        return {}
+    if len(given) < len(CLOCKS) or kind != "gpu":
+        missing = ", ".join(k for k in CLOCKS if k not in given) or "(a CPU has none)"
+        raise check.fail(given[0], f"clocks come all together, for GPUs: missing {missing}")
+    base, boost, power = (check.number(entry[key], key) for key in CLOCKS)
+    if base > boost:
+        raise check.fail("base_clock_MHz", f"{base} above the boost clock {boost}")
+    return {"base_clock_hz": base * 1e6, "boost_clock_hz": boost * 1e6, "max_power_w": power}
 
 
 def _load_catalog(

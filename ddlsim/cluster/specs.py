@@ -23,6 +23,9 @@ class DeviceSpec:
     schedules thread blocks on them in waves: :mod:`ddlsim.workload.kernels`); ``None`` for a CPU.
     ``peak_tf32_flops`` is the dense TF32 tensor-core throughput (Ampere and later; ``None``
     before): fp32 convolutions and matrix products run on it unless TF32 is turned off.
+    ``base_clock_hz`` / ``boost_clock_hz`` / ``max_power_w``: the product brief's clocks and
+    power limit where catalogued (the peaks are at the boost clock); descriptive: the model
+    times at the peaks.
     """
 
     id: str
@@ -38,6 +41,9 @@ class DeviceSpec:
     sm_count: int | None = None  # streaming multiprocessors (GPUs); NCCL's CTAs occupy some
     arch: str = "pascal"  # GPU architecture generation (NCCL protocols, caps); "cpu" for CPUs
     peak_tf32_flops: float | None = None  # dense TF32 tensor-core peak (Ampere+)
+    base_clock_hz: float | None = None  # product brief's base clock (None: not catalogued)
+    boost_clock_hz: float | None = None  # the clock the peaks are quoted at
+    max_power_w: float | None = None  # the board's power limit (TDP)
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,23 @@
-"""Roofline calibrations anchored to measured single-GPU throughput.
+"""Shipped calibrations: the per-layer model's step, anchored to a measured single-GPU run
+where one of the exact configuration exists.
 
-``roofline_profile`` splits a step across layers with the roofline model; ``anchor_factors``
-derives, from measured single-GPU runs, how far the roofline's absolute level is off per
-(device, precision); ``anchored_profile`` produces the shipped calibration for one
-(model, device, batch, precision):
+``roofline_profile`` times a step layer by layer with the per-layer model;
+``anchored_profile`` produces the shipped calibration for one (model, device, batch,
+precision):
 
-- ``roofline-anchored``: a measured single-GPU run of this exact configuration exists; the step
-  time is the measured one (median if several), the roofline only splits it across layers;
-- ``roofline-corrected``: no such run; the roofline step time is multiplied by the median
-  measured/roofline ratio of the anchored runs on the same device and precision (else on the
-  same device, else all devices), and the provenance lists the runs it came from.
+- ``roofline-anchored``: a measured single-GPU run of this exact configuration (model, GPU,
+  batch, precision) exists; the step time is the measured one (median if several), the model
+  only splits it across layers, and the provenance names the runs (the *anchor*);
+- ``per-layer-model``: no such run; the step is the per-layer model's own, with no factor. A
+  measured/model ratio of *other* configurations (another model, batch or GPU) is never applied:
+  it would stand in for physics the model lacks and travel to GPUs it was not measured on.
+  :func:`measured_over_model` reports those ratios as a check instead.
 
 "Roofline" here is the whole per-layer model of :mod:`ddlsim.workload.roofline`: its
 convolutions and matrix products are timed by the kernel model fitted to measured cuDNN kernels
 (:mod:`ddlsim.workload.kernels`), which every file's provenance names (``per_layer_model``:
-the model, the kernel file and GPU it was fitted on, its coefficients).
+the model, the kernel files, libraries and GPUs it was fitted on, its coefficients, and which
+kernel families time this GPU at this precision).
 """
 
 from __future__ import annotations
@@ -105,11 +108,12 @@ def _matching(anchors: Iterable[Anchor], model: str, gpu: str, batch: int, preci
     return synthetic or found
 
 
-def anchor_factors(
+def measured_over_model(
     anchors: list[Anchor], models: dict[str, ModelSpec], devices: dict[str, DeviceSpec]
 ) -> dict[tuple[str, str], tuple[float, list[str]]]:
-    """Measured/roofline step-time ratio per (device, precision), (device, '*'), ('*', precision)
-    and ('*', '*'): the median over anchored configurations, with the run ids used."""
+    """Measured / model step-time ratio per (device, precision): the median over the anchored
+    configurations, with the run ids. A check of the per-layer model (1 = it matches the
+    measured runs), never applied to a calibration."""
     ratios: dict[tuple[str, str], list[tuple[float, str]]] = {}
     seen = set()
     for a in anchors:
@@ -120,10 +124,8 @@ def anchor_factors(
         group = _matching(anchors, *key)
         measured_s = a.batch_per_gpu / statistics.median(g.images_per_sec for g in group)
         model_s = roofline_profile(models[a.model], devices[a.gpu], a.batch_per_gpu, a.precision)
-        ratio = measured_s / model_s.step_time_s
         ids = ",".join(g.run_id for g in group)
-        for k in ((a.gpu, a.precision), (a.gpu, "*"), ("*", a.precision), ("*", "*")):
-            ratios.setdefault(k, []).append((ratio, ids))
+        ratios.setdefault((a.gpu, a.precision), []).append((measured_s / model_s.step_time_s, ids))
     return {
         k: (statistics.median(r for r, _ in v), sorted({i for _, ids in v for i in ids.split(",")}))
         for k, v in ratios.items()
@@ -136,51 +138,33 @@ def anchored_profile(
     batch: int,
     precision: str,
     anchors: list[Anchor],
-    factors: dict[tuple[str, str], tuple[float, list[str]]],
     created: str | None = None,
 ) -> ModelProfile:
     """The shipped calibration for one configuration (see the module docstring)."""
     base = roofline_profile(model, device, batch, precision)
     created = created or _dt.date.today().isoformat()
-    common = {
+    group = _matching(anchors, model.name, device.id, batch, precision)
+    provenance: dict = {
+        "method": "roofline-anchored" if group else "per-layer-model",
+        "anchor": None,
         "created": created,
         "ddlsim_version": __version__,
         "schema_note": "roofline split",
         "per_layer_model": {
-            "conv_and_fc": kernels.provenance(),
+            "conv_and_fc": kernels.provenance(device, precision),
             "other_layers": "roofline: FLOPs and bytes against the catalog's peaks",
         },
     }
-    group = _matching(anchors, model.name, device.id, batch, precision)
+    factor = 1.0
     if group:
         ips = statistics.median(a.images_per_sec for a in group)
         factor = (batch / ips) / base.step_time_s
-        provenance = {
-            "method": "roofline-anchored",
-            "anchor": {
-                "run_ids": [a.run_id for a in group],
-                "images_per_sec": ips,
-                "data": sorted({a.data for a in group}),
-                "source": "traces/measured/runs.csv",
-            },
-            **common,
-        }
-    else:
-        for key in ((device.id, precision), (device.id, "*"), ("*", precision), ("*", "*")):
-            if key in factors:
-                factor, ids = factors[key]
-                break
-        else:
-            factor, ids, key = 1.0, [], ("none", "none")
-        provenance = {
-            "method": "roofline-corrected",
-            "correction": {
-                "factor": round(factor, 4),
-                "scope": f"{key[0]}/{key[1]}",
-                "from_run_ids": ids,
-                "source": "traces/measured/runs.csv",
-            },
-            **common,
+        provenance["anchor"] = {
+            "run_ids": [a.run_id for a in group],
+            "images_per_sec": ips,
+            "data": sorted({a.data for a in group}),
+            "source": "traces/measured/runs.csv",
+            "measured_over_model": round(factor, 4),
         }
     scaled = base.scaled(factor)
     return ModelProfile(

@@ -28,7 +28,13 @@ import numpy as np
 from ddlsim.cluster import catalog
 from ddlsim.cluster.specs import DeviceSpec
 from ddlsim.errors import ConfigError
-from ddlsim.workload.kernels import PASSES, ConvShape, KernelModel, conv_pass_s
+from ddlsim.workload.kernels import (
+    PASSES,
+    ConvShape,
+    KernelModel,
+    conv_pass_s,
+    has_tensor_cores,
+)
 
 #: the shape columns (named as the fields of ConvShape)
 SHAPE_COLUMNS = (
@@ -47,7 +53,8 @@ SHAPE_COLUMNS = (
 TIME_COLUMNS = tuple(f"{p}_ms" for p in PASSES)
 REQUIRED_COLUMNS = ("gpu", *SHAPE_COLUMNS, *TIME_COLUMNS)
 #: optional column: the arithmetic the kernels ran (empty or absent: fp32). fp32 = TF32 off,
-#: tf32 = fp32 storage on TF32 tensor cores (Ampere+), fp16 = half precision (what amp runs)
+#: tf32 = fp32 storage on TF32 tensor cores (Ampere+), fp16 = fp16 storage and products with
+#: fp32 sums on tensor cores (Volta+: what amp runs; DeepBench's "FP16 ip, Mixed math")
 MATH_COLUMN = "math"
 MATHS = ("fp32", "tf32", "fp16")
 SHAPE_SETS = ("all", "vision")
@@ -175,6 +182,9 @@ def _parse(record: dict[str, Any], line: int) -> tuple[KernelRow | None, list[Sk
         return None, [Skip(line, gpu, None, f"{device.id} has no TF32 tensor cores")]
     if math_ == "fp16" and device.peak_fp16_flops is None:
         return None, [Skip(line, gpu, None, f"{device.id} has no fast fp16 path")]
+    if math_ in ("fp16", "tf32") and not has_tensor_cores(device):
+        why = f"{device.id} has no tensor cores, which {MATH_COLUMN} {math_} runs on"
+        return None, [Skip(line, gpu, None, why)]
     values: dict[str, int] = {}
     for col in SHAPE_COLUMNS:
         cell = record[col].strip()

@@ -9,31 +9,27 @@ reduced over ``K``, the operands gathered from the activations on the fly::
     bwd_filter  C.R.S           K_out         batch.P.Q                       (split over SMs)
 
 (input ``H x W x C``, output ``P x Q x K_out``, filter ``R x S``, stride ``s``). The output is cut
-into tiles of ``128 x n`` (``n`` = 128, 64, 32 or 16; a narrower tile wastes less on few
-columns, and ``128/n`` of them share an SM); the tiles run in *waves* over the GPU's SMs, each
-tile doing ``K + tile_overhead_steps`` steps of ``128 x n`` multiply-adds at
-``efficiency x`` the SM's share of the peak. A weight-gradient pass may also split its long
-reduction into ``s`` parts to fill the SMs (cuDNN's split-K kernels), paying for the partial
-sums in memory. ``s`` is any count from 1 to 64, not only a power of two, and the reduction is
-cut into slices of at least 64 steps, the last one shorter, so more work never takes less time.
-Powers of two left a 56-SM P100 up to 43% idle (four tiles split 8 ways fill 32 SMs) and made
-the fitted efficiency carry that one GPU's wave pattern.
-cuDNN's algorithm search picks the fastest kernel, so the model takes the fastest
-of the tile widths and splits, and of three algorithms:
+into tiles of ``128 x n``; the tiles run in *waves* over the GPU's SMs, each tile doing
+``K + tile_overhead_steps`` steps of ``128 x n`` multiply-adds at ``efficiency x`` the SM's
+share of the peak. A pass may also split its long reduction over more tiles to fill the SMs
+(split-K: any count from 1 to 64, slices of at least 64 steps, the last one shorter, so more work
+never takes less time), paying for the partial sums in memory. cuDNN's algorithm search picks the
+fastest kernel, so the model takes the fastest of the tilings and of the routes of
+:mod:`ddlsim.workload.kernel_routes`: on the CUDA cores the implicit GEMM, Winograd
+``F(4x4, 3x3)`` / ``F(2x2, 5x5)`` and the col2im route of strided data gradients; on the tensor
+cores (Volta and later: fp16 at ``amp``, TF32 at ``fp32`` from Ampere on) the implicit GEMM
+with the tensor-core coefficients, its tile widths, channel padding and k-slices, and col2im.
+Every route pays its library's fixed cost per call, conversions of operands in a layout its
+kernels do not read or with channels to pad, and never beats the memory roof (operands once
+through DRAM at ``memory_efficiency`` of the bandwidth).
 
-* the implicit GEMM above;
-* Winograd (3x3 and 5x5 filters, stride 1, fp32): ``F(4x4, 3x3)`` / ``F(2x2, 5x5)``, 36
-  independent GEMMs over transformed tiles with reduction ``C`` (fwd) or ``K_out`` (bwd_data) or
-  the tiles (bwd_filter), plus the transforms' trip through memory;
-* for the data gradient of a strided convolution, a GEMM over the *output* pixels
-  (``batch.P.Q x C.R.S``, reduction ``K_out``) followed by a scatter-add (col2im), at
-  ``col2im_efficiency`` of the GEMM efficiency.
-
-Every pass also costs ``call_overhead_s`` and never beats the memory roof (activations and
-weights once through DRAM at ``memory_efficiency`` of the bandwidth). The coefficients are fitted
-to measured cuDNN kernels (``scripts/fit_kernel_model.py``, ``data/kernel_model.json``: what each
-stands for and what it was fitted on); ``ddlsim kernels`` checks the model against a file of
-measured kernels.
+The **library generation is an input** (``library``, :data:`LIBRARIES`): cuDNN 6.0 (measured on
+a P100 in fp32: no tensor cores, split-K in the weight gradient only) or cuDNN 7.6 (measured on a
+V100 in fp16: tensor-core kernels, split-K in the forward pass too, its own call cost), by
+default the newest measured one of the GPU's era (:func:`default_library`). The coefficients are
+fitted to the measured kernels of both (``scripts/fit_kernel_model.py``, ``data/kernel_model.json``:
+what each stands for, what it was fitted on, the fit's check); ``ddlsim kernels`` checks the model
+against a file of measured kernels.
 """
 
 from __future__ import annotations
@@ -47,22 +43,20 @@ from typing import Any
 
 from ddlsim.cluster.specs import DeviceSpec
 from ddlsim.errors import CatalogError, ConfigError
+from ddlsim.workload.kernel_routes import LIBRARIES, PASSES, Gpu, pass_s, routes_s
 
-PASSES = ("fwd", "bwd_data", "bwd_filter")
-TILE_ROWS = 128
-TILE_COLS = (128, 64, 32, 16)
-SPLITS = tuple(range(1, 65))  # split-K part counts
-#: a split slice keeps at least this many reduction steps (the last slice takes the remainder,
-#: so a longer reduction never gets shorter slices: time is monotone in the reduction)
-MIN_SPLIT_STEPS = 64
-# Winograd F(m x m, r x r) by filter size r: output tile m; alpha = m + r - 1 = 6 (36 GEMMs)
-WINOGRAD_TILE = {3: 4, 5: 2}
 MODEL_FILE = "kernel_model.json"
+#: tensor layouts a caller's tensors can be in (cuDNN's NCHW is the frameworks' default)
+LAYOUTS = ("nchw", "nhwc")
+DEFAULT_LAYOUT = "nchw"
+PRECISIONS = ("fp32", "amp")
+#: architectures with tensor cores (their peak_fp16 is a tensor-core peak)
+TENSOR_CORE_ARCHS = ("volta", "turing", "ampere", "hopper")
 #: how fp32 convolutions and matrix products are timed (recorded in every calibration)
 FP32_MATH = (
     "TF32 tensor cores where the GPU has them (peak_tf32_TFLOPS: Ampere and later; TensorFlow "
-    "2.4+ and PyTorch's cuDNN convolutions default), at tensor_core_efficiency_ratio; CUDA-core "
-    "fp32 otherwise, and for Winograd"
+    "2.4+ and PyTorch's cuDNN convolutions default) with the tensor-core kernels' coefficients; "
+    "CUDA-core fp32 otherwise, and for Winograd and channels a tensor-core kernel would pad"
 )
 
 
@@ -114,7 +108,11 @@ class ConvShape:
 
 @dataclass(frozen=True)
 class KernelModel:
-    """The model's coefficients (see ``data/kernel_model.json`` for what each stands for)."""
+    """The model's coefficients (``data/kernel_model.json`` says what each stands for). The
+    unprefixed ones are the CUDA-core kernels' (cuDNN 6.0, fitted on a P100 in fp32;
+    ``call_overhead_s`` is cuDNN 6's fixed cost per call), the ``tc_`` ones the tensor-core
+    kernels' (cuDNN 7.6, fitted on a V100 in fp16), ``cudnn7_call_overhead_s`` cuDNN 7.6's
+    fixed cost per call, ``memory_efficiency`` the GPU's DRAM, shared by all."""
 
     fwd_efficiency: float
     bwd_data_efficiency: float
@@ -122,16 +120,28 @@ class KernelModel:
     tile_overhead_steps: float
     call_overhead_s: float
     col2im_efficiency: float
+    tc_fwd_efficiency: float
+    tc_bwd_data_efficiency: float
+    tc_bwd_filter_efficiency: float
+    tc_tile_overhead_steps: float
+    tc_col2im_efficiency: float
+    cudnn7_call_overhead_s: float
     memory_efficiency: float
-    tensor_core_efficiency_ratio: float
 
-    def efficiency(self, pass_: str) -> float:
-        """Main-loop fraction of peak of the kernels of ``pass_``."""
-        return {
-            "fwd": self.fwd_efficiency,
-            "bwd_data": self.bwd_data_efficiency,
-            "bwd_filter": self.bwd_filter_efficiency,
-        }[pass_]
+    def efficiency(self, pass_: str, tensor_cores: bool = False) -> float:
+        """Main-loop fraction of peak of the kernels of ``pass_`` (CUDA-core or tensor-core)."""
+        prefix = "tc_" if tensor_cores else ""
+        if pass_ not in PASSES:
+            raise ConfigError(f"unknown pass {pass_!r}; valid: {', '.join(PASSES)}")
+        return getattr(self, f"{prefix}{pass_}_efficiency")
+
+    def tile_overhead(self, tensor_cores: bool) -> float:
+        """Fixed reduction steps of one output tile of the CUDA-core or tensor-core kernels."""
+        return self.tc_tile_overhead_steps if tensor_cores else self.tile_overhead_steps
+
+    def col2im(self, tensor_cores: bool) -> float:
+        """Efficiency of the strided data gradient over output pixels, relative to the GEMM's."""
+        return self.tc_col2im_efficiency if tensor_cores else self.col2im_efficiency
 
     def with_values(self, **values: float) -> KernelModel:
         """A copy with some coefficients replaced (the fitting script's trial models)."""
@@ -166,32 +176,41 @@ def default_model() -> KernelModel:
     return KernelModel(**{k: float(v["value"]) for k, v in doc["coefficients"].items()})
 
 
-def provenance() -> dict[str, Any]:
-    """What a calibration built with this model records: the model, its fit and coefficients."""
+def provenance(device: DeviceSpec | None = None, precision: str = "fp32") -> dict[str, Any]:
+    """What a calibration built with this model records: the model, its fit and coefficients;
+    for a ``device`` and ``precision`` also the cuDNN generation assumed (``library``) and the
+    families of kernels that time it (``kernels``: their peak and the measured file their
+    coefficients were fitted on)."""
     doc = model_document()
-    return {
+    out: dict[str, Any] = {
         "model": doc["model"],
         "fitted_on": doc["fitted_on"],
         "coefficients": {k: v["value"] for k, v in doc["coefficients"].items()},
         "fp32_math": FP32_MATH,
     }
+    if device is None or device.sm_count is None:
+        return out
+    gpu = _gpu(device, precision)
+    families = {"cuda_core": gpu.cuda_flops}
+    if gpu.tensor_flops:
+        families["tensor_core"] = gpu.tensor_flops
+    lib = doc["libraries"][gpu.library]
+    out["library"] = {"id": gpu.library, **{k: lib[k] for k in ("library", "measured_on", "assumed")
+                                            if k in lib}}  # fmt: skip
+    out["kernels"] = {
+        family: {
+            "peak_TFLOPS": round(peak / 1e12, 4),
+            "coefficients_from": doc["fitted_on"]["files"][family]["file"],
+        }
+        for family, peak in families.items()
+    }
+    return out
 
 
-def _ceil(a: float, b: float) -> int:
-    return -int(-a // b)
-
-
-@dataclass(frozen=True)
-class _Gpu:
-    """What the model needs of a device (hashable, for the cache): the peak of the GEMM routes,
-    whether that is a tensor-core peak, and the CUDA-core fp32 peak of the Winograd route
-    (0: no Winograd, as for fp16)."""
-
-    peak_flops: float
-    mem_Bps: float
-    sms: int
-    tensor_cores: bool = False
-    winograd_flops: float = 0.0
+def has_tensor_cores(device: DeviceSpec) -> bool:
+    """Whether ``device`` has tensor cores (Volta and later): its ``peak_fp16_flops`` is then a
+    tensor-core peak, and its TF32 peak where it has one."""
+    return device.arch in TENSOR_CORE_ARCHS
 
 
 def without_tf32(device: DeviceSpec) -> DeviceSpec:
@@ -199,109 +218,67 @@ def without_tf32(device: DeviceSpec) -> DeviceSpec:
     return replace(device, peak_tf32_flops=None)
 
 
-def _gpu(device: DeviceSpec, precision: str) -> _Gpu:
+def default_library(device: DeviceSpec) -> str:
+    """The cuDNN generation a GPU is timed with unless the caller names one: the newest one
+    measured (:data:`LIBRARIES`) that its architecture's era ran, cuDNN 7.6 from Volta on
+    (Ampere and Hopper run later releases; 7.6 is the newest whose kernels were measured)."""
+    return "cudnn-7.6" if has_tensor_cores(device) else "cudnn-6.0"
+
+
+def _gpu(device: DeviceSpec, precision: str, library: str | None = None) -> Gpu:
+    """The device at ``precision`` (``fp32``: TF32 tensor cores where it has them; ``amp``:
+    fp16 storage, tensor cores where it has them, else a Pascal's packed fp16) with the cuDNN
+    ``library`` (default :func:`default_library`; a library without tensor-core kernels runs
+    none)."""
     if device.sm_count is None:
         raise ConfigError(f"device {device.id!r} has no SM count: the kernel model is for GPUs")
-    mem, sms = device.mem_bandwidth_Bps, device.sm_count
+    if precision not in PRECISIONS:
+        raise ConfigError(f"unknown precision {precision!r}; valid: {', '.join(PRECISIONS)}")
+    library = default_library(device) if library is None else library
+    if library not in LIBRARIES:
+        raise ConfigError(f"unknown library {library!r}; valid: {', '.join(LIBRARIES)}")
+    tensor = has_tensor_cores(device) and LIBRARIES[library].tensor_cores
+    common = {"sms": device.sm_count, "mem_Bps": device.mem_bandwidth_Bps, "library": library}
+    fp32 = device.peak_fp32_flops
     if precision == "amp":
         if device.peak_fp16_flops is None:
             raise ConfigError(
                 f"GPU {device.id!r} has no fast fp16 path; mixed precision (amp) is not modelled "
                 "for it: use --precision fp32"
             )
-        return _Gpu(device.peak_fp16_flops, mem, sms, tensor_cores=True)
-    fp32 = device.peak_fp32_flops
-    if device.peak_tf32_flops is not None:
-        return _Gpu(device.peak_tf32_flops, mem, sms, tensor_cores=True, winograd_flops=fp32)
-    return _Gpu(fp32, mem, sms, winograd_flops=fp32)
-
-
-def _gemm_s(
-    gpu: _Gpu,
-    model: KernelModel,
-    efficiency: float,
-    m: float,
-    n: float,
-    k: float,
-    *,
-    split: bool = False,
-    count: int = 1,
-) -> float:
-    """Fastest tiling of ``count`` independent ``m x n`` GEMMs reduced over ``k``."""
-    per_sm_flops = gpu.peak_flops / gpu.sms
-    mem_Bps = gpu.mem_Bps * model.memory_efficiency
-    best = math.inf
-    for cols in TILE_COLS:
-        resident = TILE_ROWS * TILE_COLS[0] // (TILE_ROWS * cols)  # tiles an SM runs at once
-        tiles = count * _ceil(m, TILE_ROWS) * _ceil(n, cols)
-        for parts in SPLITS if split else (1,):
-            slice_steps, used = k / parts, parts
-            last = parts > 1 and slice_steps <= MIN_SPLIT_STEPS
-            if last:  # slices of the minimum length, the last one shorter: more are not used
-                if k <= MIN_SPLIT_STEPS:
-                    break
-                slice_steps, used = MIN_SPLIT_STEPS, _ceil(k, MIN_SPLIT_STEPS)
-            waves = _ceil(tiles * used, gpu.sms * resident)
-            steps = slice_steps + model.tile_overhead_steps
-            t = waves * 2.0 * TILE_ROWS * TILE_COLS[0] * steps / (per_sm_flops * efficiency)
-            if used > 1:  # partial sums written and read back
-                t += 2 * 4.0 * used * count * m * n / mem_Bps
-            best = min(best, t)
-            if last:
-                break
-    return best
-
-
-def _winograd_s(
-    shape: ConvShape, pass_: str, gpu: _Gpu, model: KernelModel, efficiency: float
-) -> float:
-    """Winograd ``F(m x m, r x r)``: 36 GEMMs over transformed tiles + transforms in memory."""
-    m = WINOGRAD_TILE[shape.filter_h]
-    alpha2 = (m + shape.filter_h - 1) ** 2
-    n, c, k = shape.batch, shape.in_c, shape.out_k
-    out_tiles = n * _ceil(shape.out_h, m) * _ceil(shape.out_w, m)
-    in_tiles = n * _ceil(shape.in_h, m) * _ceil(shape.in_w, m)
-    if pass_ == "fwd":
-        t = _gemm_s(gpu, model, efficiency, out_tiles, k, c, count=alpha2)
-        moved = out_tiles * (c + k)
-    elif pass_ == "bwd_data":
-        t = _gemm_s(gpu, model, efficiency, in_tiles, c, k, count=alpha2)
-        moved = in_tiles * (c + k)
-    else:
-        t = _gemm_s(gpu, model, efficiency, c, k, out_tiles, split=True, count=alpha2)
-        moved = out_tiles * (c + k)
-    # transformed data written once and read once, transformed filters once
-    return t + 4.0 * alpha2 * (2 * moved + c * k) / (gpu.mem_Bps * model.memory_efficiency)
+        if has_tensor_cores(device):  # fp16 x fp16 + fp32 sums; CUDA cores: fp32 math
+            tc = device.peak_fp16_flops if tensor else 0.0
+            return Gpu(**common, elem_bytes=2, cuda_flops=fp32, winograd_flops=fp32,
+                       tensor_flops=tc)  # fmt: skip
+        return Gpu(**common, elem_bytes=2, cuda_flops=device.peak_fp16_flops, winograd_flops=fp32)
+    tf32 = device.peak_tf32_flops if tensor else None
+    return Gpu(**common, elem_bytes=4, cuda_flops=fp32, winograd_flops=fp32,
+               tensor_flops=tf32 or 0.0)  # fmt: skip
 
 
 @lru_cache(maxsize=65536)
-def _conv_s(shape: ConvShape, pass_: str, gpu: _Gpu, precision: str, model: KernelModel) -> float:
-    n, c, k = shape.batch, shape.in_c, shape.out_k
-    r, s = shape.filter_h, shape.filter_w
-    p, q = shape.out_h, shape.out_w
-    eff = model.efficiency(pass_)
-    if gpu.tensor_cores:
-        eff *= model.tensor_core_efficiency_ratio
-    strided = shape.stride_h > 1 or shape.stride_w > 1
-    if pass_ == "fwd":
-        t = _gemm_s(gpu, model, eff, n * p * q, k, c * r * s)
-    elif pass_ == "bwd_data":
-        taps = _ceil(r, shape.stride_h) * _ceil(s, shape.stride_w)
-        t = _gemm_s(gpu, model, eff, n * shape.in_h * shape.in_w, c, k * taps)
-        if strided:
-            col2im = 2 * 4.0 * n * p * q * c * r * s / (gpu.mem_Bps * model.memory_efficiency)
-            gemm = _gemm_s(gpu, model, eff * model.col2im_efficiency, n * p * q, c * r * s, k)
-            t = min(t, gemm + col2im)
-    elif pass_ == "bwd_filter":
-        t = _gemm_s(gpu, model, eff, c * r * s, k, n * p * q, split=True)
-    else:
-        raise ConfigError(f"unknown pass {pass_!r}; valid: {', '.join(PASSES)}")
-    if gpu.winograd_flops and r == s and r in WINOGRAD_TILE and not strided:
-        cuda_cores = replace(gpu, peak_flops=gpu.winograd_flops, tensor_cores=False)
-        t = min(t, _winograd_s(shape, pass_, cuda_cores, model, model.efficiency(pass_)))
-    act_bytes = 2 if precision == "amp" else 4
-    nbytes = act_bytes * (n * c * shape.in_h * shape.in_w + n * k * p * q + k * c * r * s)
-    return model.call_overhead_s + max(t, nbytes / (gpu.mem_Bps * model.memory_efficiency))
+def _conv_s(shape: ConvShape, pass_: str, gpu: Gpu, model: KernelModel, layout: str) -> float:
+    return pass_s(shape, pass_, gpu, model, layout)
+
+
+def _check_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ConfigError(f"unknown layout {layout!r}; valid: {', '.join(LAYOUTS)}")
+    return layout
+
+
+def _resolved(
+    device: DeviceSpec,
+    precision: str,
+    model: KernelModel | None,
+    tf32: bool = True,
+    layout: str = DEFAULT_LAYOUT,
+    library: str | None = None,
+) -> tuple[Gpu, KernelModel, str]:
+    """The arguments of :func:`conv_pass_s` checked: the GPU at that arithmetic and library,
+    the model, the layout."""
+    gpu = _gpu(device if tf32 else without_tf32(device), precision, library)
+    return gpu, model or default_model(), _check_layout(layout)
 
 
 def conv_pass_s(
@@ -312,14 +289,33 @@ def conv_pass_s(
     model: KernelModel | None = None,
     *,
     tf32: bool = True,
+    layout: str = DEFAULT_LAYOUT,
+    library: str | None = None,
 ) -> float:
     """Seconds of one ``pass_`` (``fwd``, ``bwd_data``, ``bwd_filter``) of ``shape`` on the GPU
-    ``device`` at ``precision`` (``fp32``, or ``amp``: tensor cores / fp16, no Winograd). On a
-    GPU with TF32 tensor cores (Ampere and later) fp32 GEMMs run on them, as TensorFlow's and
-    PyTorch's cuDNN convolutions do by default, unless ``tf32`` is False (``NVIDIA_TF32_OVERRIDE
-    =0``); the Winograd route stays on the CUDA cores."""
-    gpu = _gpu(device if tf32 else without_tf32(device), precision)
-    return _conv_s(shape, pass_, gpu, precision, model or default_model())
+    ``device`` at ``precision`` (``fp32``, or ``amp``: fp16 storage), tensors in ``layout``
+    (``nchw``, cuDNN's and the frameworks' default, or ``nhwc``). On a GPU with tensor cores
+    amp runs them (fp16 products, fp32 sums), and fp32 runs its TF32 tensor cores where it has
+    them (Ampere and later), as TensorFlow's and PyTorch's cuDNN convolutions do by default,
+    unless ``tf32`` is False (``NVIDIA_TF32_OVERRIDE=0``); the CUDA-core routes (Winograd,
+    channels a tensor-core kernel would have to pad) stay candidates. ``library`` is the cuDNN
+    generation (:data:`LIBRARIES`; default :func:`default_library`)."""
+    gpu, m, lay = _resolved(device, precision, model, tf32, layout, library)
+    return _conv_s(shape, pass_, gpu, m, lay)
+
+
+def conv_routes_s(
+    shape: ConvShape,
+    pass_: str,
+    device: DeviceSpec,
+    precision: str = "fp32",
+    model: KernelModel | None = None,
+    **options: Any,
+) -> dict[str, float]:
+    """Seconds of the pass on each family of kernels (``cuda``, and ``tensor`` where the GPU
+    runs this arithmetic on tensor cores), ``options`` those of :func:`conv_pass_s` (``tf32``,
+    ``layout``, ``library``): :func:`conv_pass_s` is the fastest."""
+    return routes_s(shape, pass_, *_resolved(device, precision, model, **options))
 
 
 def dense_pass_s(
@@ -330,7 +326,10 @@ def dense_pass_s(
     device: DeviceSpec,
     precision: str = "fp32",
     model: KernelModel | None = None,
+    *,
+    tf32: bool = True,
 ) -> float:
-    """Seconds of one pass of a fully connected layer: a 1x1 convolution over a 1x1 input."""
+    """Seconds of one pass of a fully connected layer: a 1x1 convolution over a 1x1 input
+    (channels last and first are the same layout there)."""
     shape = ConvShape(batch, 1, 1, n_in, n_out, 1, 1)
-    return conv_pass_s(shape, pass_, device, precision, model)
+    return conv_pass_s(shape, pass_, device, precision, model, tf32=tf32)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from ddlsim.cluster.specs import DeviceSpec
 from ddlsim.errors import ConfigError
-from ddlsim.workload.kernels import ConvShape, conv_pass_s, dense_pass_s
+from ddlsim.workload.kernels import ConvShape, conv_pass_s, default_model, dense_pass_s
 from ddlsim.workload.layers import Layer, LayerKind, ModelSpec
 
 _MATMUL_KINDS = (LayerKind.CONV, LayerKind.FC)
@@ -33,12 +33,14 @@ _MATMUL_KINDS = (LayerKind.CONV, LayerKind.FC)
 class RooflineParams:
     """Achieved fractions of peak, and the per-kernel fixed cost (seconds). The ``matmul_*``,
     Winograd and FFT figures apply only where the kernel model does not (devices without an SM
-    count, depthwise and grouped convolutions)."""
+    count, depthwise and grouped convolutions). ``memory_efficiency`` None is the kernel
+    model's DRAM efficiency, fitted on measured memory-bound convolution passes (V100 fp16):
+    the element-wise passes (batch norm, ReLU, adds) stream the same DRAM."""
 
     matmul_efficiency_fp32: float = 0.55
     matmul_efficiency_fp16: float = 0.33
     other_compute_efficiency: float = 0.25
-    memory_efficiency: float = 0.70
+    memory_efficiency: float | None = None
     kernel_overhead_s: float = 6e-6
     winograd_3x3_speedup: float = 2.25  # F(2x2,3x3): 16 instead of 36 multiplies per tile
     fft_5x5_speedup: float = 2.0  # cuDNN FFT/Winograd for 5x5 stride-1 convolutions
@@ -46,6 +48,12 @@ class RooflineParams:
 
 
 DEFAULT_PARAMS = RooflineParams()
+
+
+def memory_Bps(device: DeviceSpec, params: RooflineParams = DEFAULT_PARAMS) -> float:
+    """The DRAM bandwidth a streaming kernel achieves on ``device`` (bytes/s)."""
+    eff = params.memory_efficiency
+    return device.mem_bandwidth_Bps * (default_model().memory_efficiency if eff is None else eff)
 
 
 def _kernels(layer: Layer) -> int:
@@ -167,7 +175,7 @@ def layer_time_s(
     their own FLOPs and bytes.
     """
     act_bytes = 2 if precision == "amp" else 4
-    bytes_per_s = device.mem_bandwidth_Bps * params.memory_efficiency
+    bytes_per_s = memory_Bps(device, params)
     weight_bytes = 4 * layer.n_params
     overhead_s = _kernels(layer) * params.kernel_overhead_s
     io_fwd = batch * (layer.input_elems + layer.output_elems) * act_bytes + weight_bytes
@@ -207,10 +215,7 @@ def optimizer_time_s(
 ) -> float:
     """Seconds of the momentum-SGD update of all parameters (memory bound, one kernel a tensor)."""
     nbytes = params.optimizer_bytes_per_param * model.n_params
-    return (
-        nbytes / (device.mem_bandwidth_Bps * params.memory_efficiency)
-        + len(model.tensors) * params.kernel_overhead_s
-    )
+    return nbytes / memory_Bps(device, params) + len(model.tensors) * params.kernel_overhead_s
 
 
 def model_times_s(

@@ -6,12 +6,14 @@ else ``~/.local/share/ddlsim/calibration`` -- where ``ddlsim calibrate`` writes)
 calibrations shipped with the package. The rule:
 
 1. A file given with ``--calibration FILE`` is used, whatever it is: the user asked.
-2. Otherwise, of the user's file and the shipped file of the same configuration, one that
-   rests on a measurement of this GPU wins over an estimate (:func:`measured_on_gpu`):
+2. Otherwise, of the user's file and the shipped file of the same configuration, the one that
+   stands higher wins (:func:`standing`): (a) a file resting on a measurement of this GPU --
    profiled on it, anchored to a throughput measured on it, or corrected by runs measured on
-   it, against re-timed from another GPU by roofline ratios (``ddlsim calibrate
-   --transfer-to``) or corrected by other GPUs' runs. So a transferred file never outranks a
-   measured or anchored one of the same GPU unless it is given with ``--calibration``.
+   it -- over (b) ddlsim's own per-layer model of this GPU (or a roofline corrected by other
+   GPUs' runs), over (c) a file re-timed from another GPU by roofline ratios (``ddlsim
+   calibrate --transfer-to``), which adds the model's GPU-to-GPU ratio error to the other
+   GPU's measurement. So a transferred file never outranks a measured, anchored or modelled
+   one of the same GPU unless it is given with ``--calibration``.
 3. Between two files of the same standing, the user's wins: made on purpose, for this user's
    machine. It *shadows* the shipped one, and the prediction says so (:class:`Choice`, the
    report's calibration lines, ``inputs.calibration.user`` in ``--json``); ``ddlsim
@@ -79,6 +81,8 @@ DEVICE_TRANSFER = "roofline-device-transfer"
 #: the method of a roofline split corrected by measured/roofline ratios, whose ``correction``
 #: ``scope`` says of which GPU's runs (``v100-sxm2/fp32``; ``*/fp32``: every GPU's)
 CORRECTED = "roofline-corrected"
+#: the method of a step timed by ddlsim's own per-layer model with no measured anchor
+PER_LAYER_MODEL = "per-layer-model"
 
 
 @dataclass(frozen=True)
@@ -112,8 +116,9 @@ class Choice:
 
 def estimate_kind(path: Path) -> str | None:
     """How the calibration file at ``path`` is an estimate rather than a measurement of the GPU
-    it is filed under (``<gpu>/<model>/...``): ``re-timed from another GPU`` or ``corrected
-    by other GPUs' runs``; None when it rests on a measurement of that GPU (profiled on it,
+    it is filed under (``<gpu>/<model>/...``): ``re-timed from another GPU``, ``corrected
+    by other GPUs' runs`` or ddlsim's per-layer model with no anchor; None when it rests on a
+    measurement of that GPU (profiled on it,
     anchored to a throughput measured on it, corrected by its own runs) or says nothing else.
     A file that cannot be read counts as measured: the search reads it and names the fault."""
     try:
@@ -126,6 +131,8 @@ def estimate_kind(path: Path) -> str | None:
     method = provenance.get("method")
     if method == DEVICE_TRANSFER:
         return f"re-timed from {provenance.get('from_device', 'another GPU')} by roofline ratios"
+    if method == PER_LAYER_MODEL and not provenance.get("anchor"):
+        return "ddlsim's per-layer model, no measured run of this GPU behind it"
     if method == CORRECTED:
         correction = provenance.get("correction")
         scope = correction.get("scope") if isinstance(correction, dict) else None
@@ -140,6 +147,15 @@ def measured_on_gpu(path: Path) -> bool:
     return estimate_kind(path) is None
 
 
+def standing(path: Path) -> int:
+    """2: rests on a measurement of its GPU; 1: ddlsim's model of that GPU (or a roofline
+    corrected by other GPUs' runs); 0: re-timed from another GPU (module docstring, rule 2)."""
+    kind = estimate_kind(path)
+    if kind is None:
+        return 2
+    return 0 if kind.startswith("re-timed from") else 1
+
+
 def choose(user: Path | None, shipped: Path | None) -> Choice | None:
     """The precedence rule (module docstring) between the user's file and the shipped file of
     one configuration, either of which may be missing."""
@@ -149,17 +165,20 @@ def choose(user: Path | None, shipped: Path | None) -> Choice | None:
         return Choice(user, user_file=user, reason="the only file of this configuration")
     mine, theirs = estimate_kind(user), estimate_kind(shipped)
     gpu = user.parent.parent.name
-    if mine is not None and theirs is None:
+    if standing(user) < standing(shipped):
+        stands = f"rests on measurements of {gpu}" if theirs is None else f"is {theirs} for {gpu}"
         return Choice(
             shipped,
             user_file=user,
             passed_over=True,
-            reason=f"yours is an estimate ({mine}); the shipped one rests on measurements of {gpu}",
+            reason=f"yours is an estimate ({mine}); the shipped one {stands}",
         )
     why = (
         "rests on a measurement of"
         if mine is None
         else "is an estimate, as is the shipped one, for"
+        if standing(user) == standing(shipped)
+        else f"is an estimate ({mine}), above the shipped one ({theirs}), for"
     )
     return Choice(user, user_file=user, shadows=shipped, reason=f"yours {why} {gpu}")
 
