@@ -20,6 +20,8 @@ from ddlsim.engine.budget import DEFAULT_MAX_EVENTS
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA
 from ddlsim.errors import ConfigError
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
+from ddlsim.resilience import cli as resilience_cli
+from ddlsim.resilience.report import format_resilience
 from ddlsim.strategy import (
     ALGORITHMS,
     COMM_METHODS,
@@ -311,6 +313,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "iteration time, scaling efficiency against 1 GPU and where the time goes.",
     )
     add_config_arguments(p)
+    resilience_cli.add_arguments(p)
     p.add_argument(
         "--epochs",
         type=_number,
@@ -348,11 +351,17 @@ def run(args: argparse.Namespace) -> int:
         kwargs = predict_kwargs(args)
         result = predict(**kwargs, epochs=args.epochs, dataset_images=args.dataset_images)
         warn_inapplicable(kwargs)  # once the configuration is known to be valid
+    failures = resilience_cli.analyse_args(args, result)
     if args.json:
-        json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
+        doc = result.to_dict()
+        if failures is not None:
+            doc["resilience"] = failures.to_dict()
+        json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_prediction(result))
+        if failures is not None:
+            sys.stdout.write(format_resilience(failures))
     return 0
 
 
@@ -362,7 +371,8 @@ def _only_from_json(args: argparse.Namespace) -> None:
 
     defaults = vars(build_parser().parse_args(["predict"]))
     for key, value in vars(args).items():
-        if key not in ("from_json", "json", "func") and value != defaults.get(key):
+        exempt = ("from_json", "json", "func", *resilience_cli.DESTS)  # applied to the result
+        if key not in exempt and value != defaults.get(key):
             raise ConfigError(
                 f"--from-json takes the whole configuration from {args.from_json}; drop "
                 f"--{key.replace('_', '-')}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 
 from ddlsim.cli.args import number
 from ddlsim.resilience.analysis import ResilienceResult, from_prediction
@@ -221,7 +222,37 @@ def config_from_args(args: argparse.Namespace) -> ResilienceConfig | None:
     return ResilienceConfig(**kwargs)
 
 
+#: flags that only one recovery uses: (argparse destination, flag, the recovery it applies to)
+_ONLY = (
+    ("checkpoint_write_GBps", "--checkpoint-write-GBps", "restart"),
+    ("checkpoint_time_s", "--checkpoint-time-s", "restart"),
+    ("restart_min", "--restart-min", "restart"),
+    ("rendezvous_s", "--rendezvous-s", "elastic"),
+    ("replace_min", "--replace-min", "elastic"),
+)
+
+
+def inapplicable(args: argparse.Namespace, config: ResilienceConfig) -> list[str]:
+    """One message per given failure-model flag that has no effect with ``config``."""
+    out = [
+        f"{flag} has no effect with --recovery {config.recovery} (it applies to {only})"
+        for dest, flag, only in _ONLY
+        if getattr(args, dest) is not None and config.recovery != only
+    ]
+    if args.mc_seed is not None and not config.mc_draws:
+        out.append("--mc-seed has no effect without --mc-draws")
+    if config.mc_draws and not config.fails:
+        out.append("--mc-draws has no effect without failures (--node-mtbf-hours none)")
+    return out
+
+
 def analyse_args(args: argparse.Namespace, prediction: object) -> ResilienceResult | None:
-    """The failure model of the flags applied to ``prediction`` (None when no flag was given)."""
+    """The failure model of the flags applied to ``prediction`` (None when no flag was given);
+    a ``ddlsim: warning:`` line on stderr for each given flag that has no effect."""
     config = config_from_args(args)
-    return None if config is None else from_prediction(prediction, config)
+    if config is None:
+        return None
+    result = from_prediction(prediction, config)
+    for message in inapplicable(args, config):
+        print(f"ddlsim: warning: {message}", file=sys.stderr)
+    return result

@@ -74,7 +74,7 @@ def _interval_line(r: ResilienceResult) -> str:
 
 
 def format_resilience(r: ResilienceResult) -> str:
-    """The section's lines, each ending in a newline, with a blank line after."""
+    """The section: a blank line, its lines, a blank line."""
     e = r.expected
     lines = [f"  with failures: {_TITLE[r.costs.recovery]}", _mtbf_line(r)]
     lines += _state_line(r)
@@ -111,4 +111,4 @@ def format_resilience(r: ResilienceResult) -> str:
             f"      p10 / p50 / p90  {_duration(mc['p10_s'])} / {_duration(mc['p50_s'])} / "
             f"{_duration(mc['p90_s'])}"
         )
-    return "\n".join(lines) + "\n\n"
+    return "\n" + "\n".join(lines) + "\n\n"
