@@ -144,7 +144,7 @@ def test_from_json_takes_the_failure_flags(cli, tmp_path) -> None:
     ],
 )
 def test_a_flag_without_effect_warns_once(cli, argv: tuple[str, ...], words: str) -> None:
-    code, out, err = cli(*BASE, *argv)
+    code, _, err = cli(*BASE, *argv)
     assert code == 0
     assert err.count(words) == 1
     assert err.startswith("ddlsim: warning: ")
