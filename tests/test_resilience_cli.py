@@ -148,3 +148,17 @@ def test_a_flag_without_effect_warns_once(cli, argv: tuple[str, ...], words: str
     assert code == 0
     assert err.count(words) == 1
     assert err.startswith("ddlsim: warning: ")
+
+
+def test_failure_timeline_file(cli, tmp_path) -> None:
+    path = tmp_path / "run.json"
+    code, _, err = cli(*BASE, "--node-mtbf-hours", "100", "--failure-timeline", str(path))
+    assert code == 0, err
+    trace = json.loads(path.read_text(encoding="utf-8"))
+    assert trace["metadata"]["failures"] >= 1
+    assert {"train", "checkpoint", "lost work", "restart"} <= {
+        e["name"] for e in trace["traceEvents"]
+    }
+    code, out, err = cli(*BASE, "--failure-timeline", str(tmp_path / "run.csv"))
+    assert code == 2 and out == "" and "--failure-timeline" in err
+    assert not (tmp_path / "run.csv").exists()

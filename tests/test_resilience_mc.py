@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 
@@ -20,6 +21,7 @@ from ddlsim.resilience.daly import (
 )
 from ddlsim.resilience.elastic import away_s
 from ddlsim.resilience.montecarlo import check_events, run_elastic, run_restart
+from ddlsim.resilience.timeline import failure_timeline
 from ddlsim.resilience.trace import trace_elastic, trace_restart
 
 DRAWS = 4000
@@ -154,7 +156,7 @@ def test_elastic_monte_carlo_is_the_per_node_reference() -> None:
 def test_trace_records_failures_and_resumes() -> None:
     events = trace_restart(20_000.0, 1500.0, 50.0, 900.0, 4, 20_000.0, 3)
     kinds = {e.what for e in events}
-    assert kinds <= {"failure", "resume", "end"}
+    assert kinds <= {"save", "failure", "resume", "end"}
     assert events[-1].what == "end"
     assert events[-1].saved_work_s == 20_000.0
     times = [e.time_s for e in events]
@@ -191,3 +193,45 @@ def test_a_job_that_never_completes_is_refused() -> None:
         check_events(1e6)
     with pytest.raises(ConfigError, match="exceed"):
         check_events(math.inf)
+
+
+def _job_spans(trace: dict) -> list[dict]:
+    return [e for e in trace["traceEvents"] if e["ph"] == "X" and e["tid"] == 1]
+
+
+@pytest.mark.parametrize("recovery", ["restart", "elastic"])
+def test_failure_timeline_tiles_the_run(recovery: str) -> None:
+    job = Job(20_000.0, 16, 0.3, 2e9, 16 * 2**30, 12e9, 12.5e9)
+    cfg = ResilienceConfig(node_mtbf_s=1e7, recovery=recovery, interval_s=1000.0)
+    trace = failure_timeline(analyse(job, cfg), seed=1, fail_at_s=4500.0)
+    spans = _job_spans(trace)
+    end = trace["metadata"]["time_to_train_s"] * 1e6
+    assert spans[0]["ts"] == 0
+    for a, b in itertools.pairwise(spans):  # back to back, no gap, no overlap
+        assert b["ts"] == pytest.approx(a["ts"] + a["dur"], abs=1e-3)
+    assert spans[-1]["ts"] + spans[-1]["dur"] == pytest.approx(end, abs=1e-3)
+    names = [s["name"] for s in spans]
+    lost = spans[names.index("lost work")]
+    # the failure at 4,500 s: four segments of 1,000 s and their saves, then 500 s lost
+    save_s = 2.0 if recovery == "restart" else 2e9 / 12e9
+    assert lost["ts"] / 1e6 == pytest.approx(4 * (1000 + save_s))
+    assert (lost["ts"] + lost["dur"]) / 1e6 == pytest.approx(4500.0)
+    fails = [e for e in trace["traceEvents"] if e["ph"] == "i"]
+    assert fails[0]["name"] == "node 0 fails" and fails[0]["ts"] == 4500.0 * 1e6
+    if recovery == "restart":
+        assert names[names.index("lost work") + 1] == "restart"
+        trained = sum(s["dur"] for s in spans if s["name"] == "train") / 1e6
+        assert trained == pytest.approx(20_000.0)  # all the work, once
+    else:
+        assert "re-rendezvous" in names and "admission" in names
+        away = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["tid"] == 3]
+        assert away[0]["name"] == "node 0 away"
+        assert away[0]["ts"] == 4500.0 * 1e6
+
+
+def test_failure_timeline_needs_failures_within_the_run() -> None:
+    job = Job(1000.0, 16, 0.3, 2e8, 16 * 2**30, 12e9, 12.5e9)
+    with pytest.raises(ConfigError, match="needs failures"):
+        failure_timeline(analyse(job, ResilienceConfig(node_mtbf_s=None)))
+    with pytest.raises(ConfigError, match=r"within the failure-free run \(0..1000 s\), got 2000"):
+        failure_timeline(analyse(job, ResilienceConfig()), fail_at_s=2000.0)

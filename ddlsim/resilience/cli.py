@@ -11,7 +11,7 @@ import argparse
 import math
 import sys
 
-from ddlsim.cli.args import number
+from ddlsim.cli.args import number, output_file
 from ddlsim.resilience.analysis import ResilienceResult, from_prediction
 from ddlsim.resilience.config import (
     HOUR_S,
@@ -36,6 +36,7 @@ DESTS = (
     "replace_min",
     "mc_draws",
     "mc_seed",
+    "failure_timeline",
 )
 NO_FAILURES = ("0", "none")
 
@@ -184,6 +185,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--mc-seed", type=_count, default=None, metavar="N", help="Monte Carlo seed (default 0)"
     )
+    g.add_argument(
+        "--failure-timeline",
+        type=output_file(".json"),
+        default=None,
+        metavar="FILE.json",
+        help="write a Chrome / Perfetto trace of one run in which a node fails halfway through "
+        "(training, checkpoints or commits, lost work, restart or re-rendezvous, admission; "
+        "other failures drawn with --mc-seed)",
+    )
 
 
 def requested(args: argparse.Namespace) -> bool:
@@ -248,11 +258,17 @@ def inapplicable(args: argparse.Namespace, config: ResilienceConfig) -> list[str
 
 def analyse_args(args: argparse.Namespace, prediction: object) -> ResilienceResult | None:
     """The failure model of the flags applied to ``prediction`` (None when no flag was given);
-    a ``ddlsim: warning:`` line on stderr for each given flag that has no effect."""
+    writes the ``--failure-timeline`` file; a ``ddlsim: warning:`` line on stderr for each
+    given flag that has no effect."""
     config = config_from_args(args)
     if config is None:
         return None
     result = from_prediction(prediction, config)
+    if args.failure_timeline is not None:
+        from ddlsim.analysis.timeline import write_trace
+        from ddlsim.resilience.timeline import failure_timeline
+
+        write_trace(failure_timeline(result, seed=config.seed), args.failure_timeline)
     for message in inapplicable(args, config):
         print(f"ddlsim: warning: {message}", file=sys.stderr)
     return result

@@ -4,8 +4,10 @@ The reference for :mod:`ddlsim.resilience.montecarlo`: the same dynamics written
 way, each node carrying its own exponential failure time (a failed node's replacement starts a
 fresh one; in an elastic job a node has no clock while it is away and gets one when admitted).
 It is slow (pure Python, one run at a time) and records what happened: a list of
-:class:`Event` (time, what, node) that shows one run's failures, restarts, rollbacks and
-admissions.
+:class:`Event` (time, what, node) that shows one run's checkpoints (commits), failures,
+restarts (re-rendezvous), rollbacks and admissions; :mod:`ddlsim.resilience.timeline` draws
+it. ``fail_at_s`` makes node 0 fail first at that time (the other clocks stay random), to
+show one failure's course.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ class Event:
     """``what`` happened at ``time_s`` (``node``: the node concerned, -1 for the job)."""
 
     time_s: float
-    what: str  # failure | resume | admit | end
+    what: str  # save (a checkpoint / commit completed) | failure | resume | admit | end
     node: int = -1
     saved_work_s: float = 0.0  # work saved by the last checkpoint / commit at this point
 
@@ -30,9 +32,14 @@ class Event:
 class _Clocks:
     """Each node's next failure time (inf while it is away)."""
 
-    def __init__(self, nodes: int, mtbf_s: float, rng: random.Random) -> None:
+    def __init__(
+        self, nodes: int, mtbf_s: float, rng: random.Random, fail_at_s: float | None = None
+    ) -> None:
         self.mtbf_s, self.rng = mtbf_s, rng
         self.at = [rng.expovariate(1 / mtbf_s) for _ in range(nodes)]
+        if fail_at_s is not None:
+            self.at[0] = fail_at_s
+            self.at[1:] = [max(x, fail_at_s * (1 + 1e-12)) for x in self.at[1:]]
 
     def first(self) -> tuple[float, int]:
         node = min(range(len(self.at)), key=self.at.__getitem__)
@@ -40,6 +47,11 @@ class _Clocks:
 
     def renew(self, node: int, now: float) -> None:
         self.at[node] = now + self.rng.expovariate(1 / self.mtbf_s)
+
+
+def _saves(events: list[Event], t0: float, count: int, seg_s: float, done: float, tau: float):
+    """``count`` completed checkpoints (commits), every ``seg_s`` from ``t0``."""
+    events.extend(Event(t0 + i * seg_s, "save", -1, done + i * tau) for i in range(1, count + 1))
 
 
 def trace_restart(
@@ -50,9 +62,10 @@ def trace_restart(
     nodes: int,
     node_mtbf_s: float,
     seed: int,
+    fail_at_s: float | None = None,
 ) -> list[Event]:
     """One checkpoint/restart run (the dynamics of :func:`montecarlo.run_restart`)."""
-    clocks = _Clocks(nodes, node_mtbf_s, random.Random(seed))
+    clocks = _Clocks(nodes, node_mtbf_s, random.Random(seed), fail_at_s)
     tau = work_s if interval_s is None else min(interval_s, work_s)
     length = tau + checkpoint_s
     t = done = 0.0
@@ -63,9 +76,12 @@ def trace_restart(
         end = t + rem + (m - 1) * checkpoint_s
         when, node = clocks.first()
         if when >= end:
+            _saves(events, t, m - 1, length, done, tau)
             events.append(Event(end, "end", saved_work_s=work_s))
             return events
-        done += min(math.floor((when - t) / length), m - 1) * tau
+        saved = min(math.floor((when - t) / length), m - 1)
+        _saves(events, t, saved, length, done, tau)
+        done += saved * tau
         t = when
         while True:  # restart; a failure during it starts it over
             events.append(Event(t, "failure", node, done))
@@ -88,9 +104,10 @@ def trace_elastic(
     admit_s: float,
     replace_s: float,
     seed: int,
+    fail_at_s: float | None = None,
 ) -> list[Event]:
     """One elastic run (the dynamics of :func:`montecarlo.run_elastic`)."""
-    clocks = _Clocks(nodes, node_mtbf_s, random.Random(seed))
+    clocks = _Clocks(nodes, node_mtbf_s, random.Random(seed), fail_at_s)
     t = done = 0.0
     arrivals: list[tuple[float, int]] = []  # (time, node slot), in failure order
     events: list[Event] = []
@@ -102,6 +119,7 @@ def trace_elastic(
             when, node = clocks.first()
             if when >= t + seconds:
                 t += seconds
+                events.append(Event(t, "resume", saved_work_s=done))
                 return
             t = when
             events.append(Event(t, "failure", node, done))
@@ -130,14 +148,18 @@ def trace_elastic(
         admit_at = t + j * seg if j <= m - 1 else math.inf
         when, node = clocks.first()
         if when >= end and math.isinf(admit_at):
+            _saves(events, t, m - 1, seg, done, interval_s)
             events.append(Event(end, "end", saved_work_s=work_s))
             return events
         if admit_at <= when:
+            _saves(events, t, j, seg, done, interval_s)
             done += j * interval_s
             t = admit_at
             admit()
             continue
-        done += (math.floor((when - t) / seg) if math.isfinite(seg) else 0) * interval_s
+        saved = math.floor((when - t) / seg) if math.isfinite(seg) else 0
+        _saves(events, t, saved, seg, done, interval_s)
+        done += saved * interval_s
         t = when
         events.append(Event(t, "failure", node, done))
         clocks.at[node] = math.inf
