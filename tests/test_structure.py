@@ -31,7 +31,7 @@ LAYERS = (
     ("ddlsim.analysis",),
     ("ddlsim.validate",),
     ("ddlsim.hvdlocal",),
-    ("ddlsim.cli", "ddlsim.__main__", "ddlsim"),
+    ("ddlsim.cli", "ddlsim.__main__", "ddlsim", "ddlsim.resilience"),
 )
 MAX_MODULE_LINES = 500
 

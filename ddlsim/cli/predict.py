@@ -16,6 +16,8 @@ from ddlsim.cli.args import integer, number
 from ddlsim.cli.config_args import add_config_arguments, predict_kwargs
 from ddlsim.cli.report import format_prediction
 from ddlsim.errors import ConfigError
+from ddlsim.resilience import cli as resilience_cli
+from ddlsim.resilience.report import format_resilience
 from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES
 
 DESCRIPTION = (
@@ -38,6 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of ``ddlsim predict``."""
     add_config_arguments(p)
+    resilience_cli.add_arguments(p)
     p.add_argument(
         "--epochs",
         type=number,
@@ -72,11 +75,17 @@ def run(args: argparse.Namespace) -> int:
         kwargs = predict_kwargs(args)
         result = predict(**kwargs, epochs=args.epochs, dataset_images=args.dataset_images)
         warn_inapplicable(kwargs)  # once the configuration is known to be valid
+    failures = resilience_cli.analyse_args(args, result)
     if args.json:
-        json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
+        doc = result.to_dict()
+        if failures is not None:
+            doc["resilience"] = failures.to_dict()
+        json.dump(doc, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_prediction(result))
+        if failures is not None:
+            sys.stdout.write(format_resilience(failures))
     return 0
 
 
@@ -86,7 +95,8 @@ def _only_from_json(args: argparse.Namespace) -> None:
     add_arguments(parser)
     defaults = vars(parser.parse_args([]))
     for key, value in vars(args).items():
-        if key not in ("from_json", "json", "func", "command") and value != defaults.get(key):
+        exempt = ("from_json", "json", "func", "command", *resilience_cli.DESTS)
+        if key not in exempt and value != defaults.get(key):
             raise ConfigError(
                 f"--from-json takes the whole configuration from {args.from_json}; drop "
                 f"--{key.replace('_', '-')}"
