@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.base import CommModel
+from ddlsim.dag import DiGraph
 from ddlsim.engine.breakdown import Breakdown, mean_breakdown, window_breakdown
 from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_detailed
 from ddlsim.engine.core import SYNC_PARTS, EngineConfig, RunRecord, Span, simulate_plan
@@ -101,7 +101,7 @@ def _detailed_cost(comm: CommModel):
 
 
 def simulate(
-    dag: nx.DiGraph,
+    dag: DiGraph,
     cluster: Cluster,
     comm: CommModel,
     *,
