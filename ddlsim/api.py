@@ -234,7 +234,7 @@ def _single_gpu(setup: Setup, input_s: float) -> SimResult:
 
 
 def _comm_ops(sim: SimResult, comm: CommModel) -> list[dict[str, Any]]:
-    last = max((s.iteration for s in sim.spans), default=0)
+    last = len(sim.iteration_times_s) - 1
     return [
         {
             "name": s.name,
@@ -244,6 +244,6 @@ def _comm_ops(sim: SimResult, comm: CommModel) -> list[dict[str, Any]]:
             "duration_s": s.end_s - s.start_s,
             **comm.label(s.nbytes, s.kind),
         }
-        for s in sim.spans
-        if s.worker == 0 and s.iteration == last and s.stream.startswith("comm")
+        for s in sim.comm_spans
+        if s.worker == 0 and s.iteration == last
     ]
