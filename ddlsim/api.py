@@ -228,7 +228,7 @@ def _single_gpu(setup: Setup, input_s: float) -> SimResult:
     """The same workload and strategy on one GPU of the same type (the efficiency's base)."""
     one = catalog.build_cluster(setup.cluster.device.id, 1)
     alone = setup.strategy.with_(schedule="auto")  # one GPU exchanges nothing
-    dag = build_dag(setup.workload, alone, input_time_s=input_s)
+    dag = build_dag(setup.workload, alone, input_time_s=input_s, with_comm=False)
     comm_model = make_comm_model("horovod-nccl", one)
     return simulate(dag, one, comm_model, options=SimOptions(measured_iterations=2))
 

@@ -120,20 +120,25 @@ class DiGraph:
 
     def add_node(self, node: str, **attrs: Any) -> None:
         """Add ``node`` (or update its attributes)."""
-        if node not in self._nodes:
-            self._nodes[node] = {}
+        got = self._nodes.get(node)
+        if got is None:
+            self._nodes[node] = attrs
             self._succ[node] = {}
             self._pred[node] = {}
-        self._nodes[node].update(attrs)
+        else:
+            got.update(attrs)
 
     def add_edge(self, u: str, v: str, **attrs: Any) -> None:
         """Add the edge ``u -> v`` (and its nodes if new), or update its attributes."""
-        for node in (u, v):
-            if node not in self._nodes:
-                self.add_node(node)
-        edge = self._succ[u].setdefault(v, {})
-        edge.update(attrs)
-        self._pred[v][u] = edge
+        if u not in self._nodes:
+            self.add_node(u)
+        if v not in self._nodes:
+            self.add_node(v)
+        edge = self._succ[u].get(v)
+        if edge is None:
+            self._succ[u][v] = self._pred[v][u] = attrs
+        else:
+            edge.update(attrs)
 
     def successors(self, node: str) -> Iterator[str]:
         """The nodes ``node`` has an edge to."""
@@ -173,8 +178,10 @@ def build_dag(
     input_time_s: float = 0.0,
     n_ps: int = 1,
     op_time_s: Callable[[int], float] | None = None,
+    with_comm: bool = True,
 ) -> DiGraph:
-    """One iteration of one worker as a :class:`DiGraph`.
+    """One iteration of one worker as a :class:`DiGraph` (``with_comm=False``: its compute only,
+    what a single GPU runs).
 
     ``input_time_s`` is the host input pipeline's time per batch (used when the host decodes
     the input: ``strategy.data`` is ``real`` and the input pipeline is not DALI); ``n_ps`` the
@@ -231,6 +238,8 @@ def build_dag(
     )
     g.add_edge(prev, update, kind=EdgeKind.CONTROL)
 
+    if not with_comm:
+        return g
     if strategy.is_parameter_server:
         _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update)
     else:

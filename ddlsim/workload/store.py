@@ -59,18 +59,43 @@ def _batches(root: Path, model: str, device: str, precision: str) -> dict[int, P
     return found
 
 
+#: calibration files read, by path: (the file's stat signature, its profile)
+_LOADED: dict[str, tuple[tuple[int, int, int], ModelProfile]] = {}
+#: at most this many files are kept parsed
+_LOADED_MAX = 256
+
+
+def _load(path: Path) -> ModelProfile:
+    """:func:`~ddlsim.workload.profile.load` of ``path``, parsed once while the file is unchanged
+    (same inode, size and modification time): a sweep reads the same few files a thousand
+    times. Profiles are frozen, so the one object serves every caller."""
+    try:
+        st = path.stat()
+    except OSError:
+        return load(path)  # the reader names what is wrong
+    key, sig = str(path), (st.st_ino, st.st_size, st.st_mtime_ns)
+    got = _LOADED.get(key)
+    if got is not None and got[0] == sig:
+        return got[1]
+    profile = load(path)
+    if len(_LOADED) >= _LOADED_MAX:
+        _LOADED.clear()
+    _LOADED[key] = (sig, profile)
+    return profile
+
+
 def find_profile(model: ModelSpec, device: DeviceSpec, batch: int, precision: str) -> ModelProfile:
     """The calibration to use for ``model`` on ``device`` at ``batch`` and ``precision``."""
     roots = [user_dir(), shipped_dir()]
     for root in roots:
         exact = calibration_path(root, model.name, device.id, batch, precision)
         if exact.is_file():
-            return load(exact)
+            return _load(exact)
     for root in roots:
         candidates = _batches(root, model.name, device.id, precision)
         if candidates:
             nearest = min(candidates, key=lambda b: (abs(b - batch), -b))
-            return transfer_batch(load(candidates[nearest]), model, device, batch)
+            return transfer_batch(_load(candidates[nearest]), model, device, batch)
     raise CalibrationError(
         f"no calibration for {model.name} on {device.id} at {precision} in "
         f"{' or '.join(str(r) for r in roots)}; run 'ddlsim calibrate' or pass --calibration FILE"
