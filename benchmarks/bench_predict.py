@@ -73,13 +73,15 @@ def _run_process(cmd: list[str], repeat: int) -> tuple[list[float], list[float]]
     return walls, cpus
 
 
-def _times_s(fn: Callable[[], object], repeat: int) -> list[float]:
-    out = []
+def _times_s(fn: Callable[[], object], repeat: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU (this process) seconds of ``repeat`` calls of ``fn``."""
+    walls, cpus = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        out.append(time.perf_counter() - t0)
-    return out
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return walls, cpus
 
 
 def cli_figure(repeat: int) -> None:
@@ -102,11 +104,12 @@ def fast_figure(repeat: int) -> None:
     for gpus in (8, 4096):
         setup = prepare(job("resnet50", gpus))
         setup.simulate()  # first-use caches (the comm model's closed form)
-        t = _times_s(setup.simulate, repeat)
-        p = _times_s(lambda gpus=gpus: predict("resnet50", gpus), repeat)
+        t, t_cpu = _times_s(setup.simulate, repeat)
+        p, p_cpu = _times_s(lambda gpus=gpus: predict("resnet50", gpus), repeat)
         print(
-            f"   {gpus:5d} GPUs: Setup.simulate {_spread(t, 'ms', 1e3)}; "
-            f"ddlsim.predict whole {_spread(p, 'ms', 1e3)}"
+            f"   {gpus:5d} GPUs: Setup.simulate wall {_spread(t, 'ms', 1e3)}, CPU "
+            f"{_spread(t_cpu, 'ms', 1e3)}; ddlsim.predict whole wall {_spread(p, 'ms', 1e3)}, "
+            f"CPU {_spread(p_cpu, 'ms', 1e3)}"
         )
     print(f"   [{_load()}]")
 
@@ -121,14 +124,15 @@ def detailed_figure(repeat: int, sizes: tuple[int, ...]) -> None:
     for gpus in sizes:
         setup = prepare(job("resnet50", gpus))
         opts = SimOptions(engine="detailed")
-        t = _times_s(lambda setup=setup, opts=opts: setup.simulate(opts), repeat)
-        medians[gpus] = statistics.median(t)
-        print(f"   {gpus:5d} GPUs: {_spread(t, 's')} [{_load()}]")
-    pairs = list(itertools.pairwise(sizes))
-    growth = [
-        f"{a}->{b}: N^{math.log(medians[b] / medians[a]) / math.log(b / a):.2f}" for a, b in pairs
-    ]
-    print(f"   growth {', '.join(growth)}")
+        t, t_cpu = _times_s(lambda setup=setup, opts=opts: setup.simulate(opts), repeat)
+        medians[gpus] = (statistics.median(t), statistics.median(t_cpu))
+        print(f"   {gpus:5d} GPUs: wall {_spread(t, 's')}, CPU {_spread(t_cpu, 's')} [{_load()}]")
+    for i, what in enumerate(("wall", "CPU")):
+        growth = [
+            f"{a}->{b}: N^{math.log(medians[b][i] / medians[a][i]) / math.log(b / a):.2f}"
+            for a, b in itertools.pairwise(sizes)
+        ]
+        print(f"   growth ({what}) {', '.join(growth)}")
 
 
 def sweep_figure(repeat: int) -> None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from ddlsim.engine.core import Span
 from ddlsim.engine.intervals import clip, intersection_length, length, union_intervals
+from ddlsim.engine.trace import Span, stream_intervals
 
 __all__ = [
     "Breakdown",
@@ -58,21 +58,6 @@ def window_breakdown(spans: Iterable[Span], lo: float, hi: float) -> Breakdown:
 
 
 Intervals = list[tuple[float, float]]
-
-
-def stream_intervals(spans: Iterable[Span]) -> tuple[Intervals, Intervals, Intervals]:
-    """``(start, end)`` of the compute, communication and input spans of ``spans``."""
-    compute: Intervals = []
-    comm: Intervals = []
-    inputs: Intervals = []
-    for s in spans:
-        if s.stream == "compute":
-            compute.append((s.start_s, s.end_s))
-        elif s.stream.startswith("comm"):
-            comm.append((s.start_s, s.end_s))
-        elif s.stream == "input":
-            inputs.append((s.start_s, s.end_s))
-    return compute, comm, inputs
 
 
 def near(intervals: Intervals, lo: float, hi: float) -> Intervals:

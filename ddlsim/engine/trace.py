@@ -13,9 +13,10 @@ contiguous: each starts where the previous ended), so unions and clips of them a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import NamedTuple
 
-__all__ = ["INTERFERENCE", "Span", "Trace"]
+__all__ = ["INTERFERENCE", "Span", "Trace", "stream_intervals"]
 
 #: name and kind of the compute-stream span that interference with communication adds
 INTERFERENCE = "interference"
@@ -48,6 +49,11 @@ class _Layers(NamedTuple):
     names: list[str]
     secs: list[float]
     end_s: float
+
+    @property
+    def stream(self) -> str:
+        """Layers run on the compute stream."""
+        return "compute"
 
 
 _new = tuple.__new__
@@ -106,16 +112,21 @@ class Trace:
 
     def intervals(self, worker: int) -> tuple[list[Interval], list[Interval], list[Interval]]:
         """``worker``'s compute, communication and input intervals (a run of layers as one)."""
-        compute: list[Interval] = []
-        comm: list[Interval] = []
-        inputs: list[Interval] = []
-        for x in self._items:
-            if x.worker != worker:
-                continue
-            if isinstance(x, _Layers) or x.stream == "compute":
-                compute.append((x.start_s, x.end_s))
-            elif x.stream.startswith("comm"):
-                comm.append((x.start_s, x.end_s))
-            elif x.stream == "input":
-                inputs.append((x.start_s, x.end_s))
-        return compute, comm, inputs
+        return stream_intervals(x for x in self._items if x.worker == worker)
+
+
+def stream_intervals(
+    spans: Iterable[Span | _Layers],
+) -> tuple[list[Interval], list[Interval], list[Interval]]:
+    """``(start, end)`` of the compute, communication and input spans of ``spans``."""
+    compute: list[Interval] = []
+    comm: list[Interval] = []
+    inputs: list[Interval] = []
+    for s in spans:
+        if s.stream == "compute":
+            compute.append((s.start_s, s.end_s))
+        elif s.stream.startswith("comm"):
+            comm.append((s.start_s, s.end_s))
+        elif s.stream == "input":
+            inputs.append((s.start_s, s.end_s))
+    return compute, comm, inputs
