@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ddlsim.analysis.sweep import evaluate
+from ddlsim.analysis.sweep import evaluate, settle_heap
 from ddlsim.errors import ConfigError
 from ddlsim.extras import require
 
@@ -49,6 +49,7 @@ DASK_LOG_LEVEL = logging.CRITICAL
 
 def evaluate_chunk(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Evaluate several configurations in one task (amortises Dask's per-task overhead)."""
+    settle_heap()
     return [evaluate(c) for c in configs]
 
 

@@ -158,7 +158,13 @@ def write_table(rows: list[dict[str, Any]], path: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim sweep``."""
     from ddlsim.analysis.grid import load_grid_file, normalise_grid
-    from ddlsim.analysis.sweep import check_grid_size, evaluate, expand_grid, parquet_modules
+    from ddlsim.analysis.sweep import (
+        check_grid_size,
+        evaluate,
+        expand_grid,
+        parquet_modules,
+        settle_heap,
+    )
     from ddlsim.cli.applies import warn_inapplicable_grid
 
     if args.output.lower().endswith(".parquet"):
@@ -176,6 +182,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.serial:
             rows = []
+            settle_heap()
             start = time.perf_counter()
             for i, config in enumerate(configs, 1):
                 rows.append(evaluate(config))
