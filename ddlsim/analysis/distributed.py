@@ -49,8 +49,13 @@ DASK_LOG_LEVEL = logging.CRITICAL
 
 def evaluate_chunk(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Evaluate several configurations in one task (amortises Dask's per-task overhead)."""
-    settle_heap()
+    if _OWN_WORKER:  # a worker of the local cluster this module forked (not a user's)
+        settle_heap()
     return [evaluate(c) for c in configs]
+
+
+#: set in a sweep's process before it forks its local cluster's workers, which inherit it
+_OWN_WORKER = False
 
 
 def _chunks(configs: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
@@ -120,12 +125,17 @@ def run_on_dask(
             import ddlsim.api  # noqa: F401  (imported once here, inherited by the forked workers)
 
             settings[FORK_SETTING] = "fork"
-    with (
-        quiet_dask(),
-        tempfile.TemporaryDirectory(prefix="ddlsim-dask-") as scratch,
-        dask.config.set({"temporary-directory": scratch, **settings}),
-    ):
-        return _run(configs, _chunks(configs, size), scheduler, workers, scratch, progress)
+    global _OWN_WORKER
+    _OWN_WORKER = FORK_SETTING in settings  # inherited by the workers forked below
+    try:
+        with (
+            quiet_dask(),
+            tempfile.TemporaryDirectory(prefix="ddlsim-dask-") as scratch,
+            dask.config.set({"temporary-directory": scratch, **settings}),
+        ):
+            return _run(configs, _chunks(configs, size), scheduler, workers, scratch, progress)
+    finally:
+        _OWN_WORKER = False
 
 
 def _run(configs, chunks, scheduler, workers, scratch, progress) -> list[dict[str, Any]]:

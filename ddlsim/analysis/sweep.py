@@ -196,18 +196,17 @@ def expand_grid(
 
 def run_grid(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:
     """Evaluate every configuration of ``grid`` serially, in product order (one row each)."""
-    configs = expand_grid(grid)
-    settle_heap()
-    return [evaluate(config) for config in configs]
+    return [evaluate(config) for config in expand_grid(grid)]
 
 
 def settle_heap() -> None:
-    """Before many configurations: collect what is garbage now and exempt what is left (the
-    modules and data loaded so far, which live as long as the process) from the garbage
-    collector's later passes (:func:`gc.freeze`), which otherwise scan all of it again and
-    again while a sweep allocates: 6% of a serial sweep, 10-15% in a Dask worker, whose
+    """In a process that exists to run a sweep (the ``ddlsim sweep`` command, the workers of
+    its local cluster), before the configurations: collect what is garbage now and exempt what
+    is left (the modules and data loaded so far, which live as long as the process) from the
+    garbage collector's later passes (:func:`gc.freeze`), which otherwise scan all of it again
+    and again while the sweep allocates: 6% of a serial sweep, 11% in a Dask worker, whose
     process also holds Dask. Once per process; what the sweep itself makes is collected as
-    usual."""
+    usual. Not for a long-lived process of the user's (what is frozen is never collected)."""
     global _SETTLED
     if not _SETTLED:
         gc.collect()
