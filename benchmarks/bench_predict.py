@@ -1,69 +1,177 @@
-"""Speed figures of ddlsim (prints them; targets are in the README, not in tests).
+"""ddlsim's four speed figures, each the median of ``--repeat`` runs with its spread (min-max).
 
-    python benchmarks/bench_predict.py [--model resnet50] [--repeat 5]
+    python benchmarks/bench_predict.py [--repeat 5] [--only cli,fast,detailed,sweep]
 
-1. whole-process wall time of ``ddlsim predict --model M --gpus N`` at 8 and 4096 GPUs
-   (target <= 1.0 s, the same at both);
-2. fast-engine ``simulate`` time at 8 / 256 / 1024 / 4096 GPUs (target <= 20 ms at 256, flat
-   in GPUs);
-3. detailed-engine time per simulated iteration at 8 / 256 / 1024 / 4096 GPUs (target <= 10 s
-   at 256; 4096 only with ``--detailed-4096``, minutes).
+1. ``ddlsim predict --model resnet50 --gpus 4096`` (fast engine), the whole process: wall and
+   CPU time (user + system), and ``import ddlsim.api`` alone (goal: <= 0.25 s);
+2. the fast engine in process, one configuration: ``Setup.simulate()`` of ResNet-50 on 8 and
+   4,096 GPUs, and ``ddlsim.predict`` whole (prepare, simulate, the 1-GPU baseline, the
+   inputs; goal: simulate <= 5 ms);
+3. the detailed engine, ResNet-50 on 256 / 1,024 / 4,096 GPUs, a whole run (2 warm-up + 3
+   measured iterations), and the growth exponent between sizes (goal: <= 1 s / <= 5 s at
+   1,024 / 4,096, growth <= N^1.1);
+4. ``ddlsim sweep`` of 1,000 configurations (5 models x 10 sizes 8-4,096 x 5 networks x 4
+   methods), the whole process, ``--serial`` and on the local Dask cluster (goal: <= 10 s
+   serial, and faster on Dask than serial on 2 cores).
+
+Timings are of this machine as it is: each figure prints the load average (1 min) before and
+after it, since other processes sharing the cores stretch wall times (CPU times much less).
+Before timing, the package's bytecode is compiled (as ``pip install`` does), so that the
+whole-process figures do not include compiling ddlsim's sources. No figure is asserted: goals
+are in the README.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import itertools
+import math
+import os
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
+from pathlib import Path
 
-from ddlsim.api import job, prepare
-from ddlsim.engine.plan import plan_from_dag
-from ddlsim.engine.simulate import SimOptions
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # this checkout's ddlsim, in process as in the timed processes
+SWEEP_GRID = [
+    *("--model", "resnet50", "alexnet", "vgg16", "inception3", "googlenet"),
+    *("--gpus", "8", "16", "32", "64", "128", "256", "512", "1024", "2048", "4096"),
+    *("--inter-node", "10gbe", "25gbe", "100gbe", "ib-edr", "ib-hdr"),
+    *("--comm", "horovod-nccl", "horovod-mpi", "ps", "byteps"),
+]
 
 
-def _median_time_s(fn, repeat: int) -> float:
-    times = []
+def _spread(values: list[float], unit: str, scale: float = 1.0) -> str:
+    v = sorted(x * scale for x in values)
+    return f"{statistics.median(v):.3g} {unit} ({v[0]:.3g}-{v[-1]:.3g}, n={len(v)})"
+
+
+def _load() -> str:
+    return f"load {os.getloadavg()[0]:.1f}"
+
+
+def _child_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _run_process(cmd: list[str], repeat: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of ``repeat`` runs of ``cmd`` (in the repository root)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    walls, cpus = [], []
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        cpu0, t0 = _child_cpu_s(), time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT, env=env)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(_child_cpu_s() - cpu0)
+    return walls, cpus
+
+
+def _times_s(fn: Callable[[], object], repeat: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU (this process) seconds of ``repeat`` calls of ``fn``."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return walls, cpus
+
+
+def cli_figure(repeat: int) -> None:
+    """Figure 1: the whole ``ddlsim predict`` process."""
+    print(f"1. ddlsim predict --model resnet50 --gpus 4096, whole process [{_load()}]")
+    cmd = [sys.executable, "-m", "ddlsim", "predict", "--model", "resnet50", "--gpus", "4096"]
+    walls, cpus = _run_process(cmd, repeat)
+    print(f"   wall {_spread(walls, 's')}, CPU {_spread(cpus, 's')}")
+    walls, cpus = _run_process([sys.executable, "-c", "import ddlsim.api"], repeat)
+    print(f"   import ddlsim.api: wall {_spread(walls, 's')}, CPU {_spread(cpus, 's')}")
+    walls, cpus = _run_process([sys.executable, "-c", "pass"], repeat)
+    print(f"   python -c pass (the interpreter alone): wall {_spread(walls, 's')} [{_load()}]")
+
+
+def fast_figure(repeat: int) -> None:
+    """Figure 2: the fast engine in process."""
+    from ddlsim.api import job, predict, prepare
+
+    print(f"2. fast engine in process, resnet50 [{_load()}]")
+    for gpus in (8, 4096):
+        setup = prepare(job("resnet50", gpus))
+        setup.simulate()  # first-use caches (the comm model's closed form)
+        t, t_cpu = _times_s(setup.simulate, repeat)
+        p, p_cpu = _times_s(lambda gpus=gpus: predict("resnet50", gpus), repeat)
+        print(
+            f"   {gpus:5d} GPUs: Setup.simulate wall {_spread(t, 'ms', 1e3)}, CPU "
+            f"{_spread(t_cpu, 'ms', 1e3)}; ddlsim.predict whole wall {_spread(p, 'ms', 1e3)}, "
+            f"CPU {_spread(p_cpu, 'ms', 1e3)}"
+        )
+    print(f"   [{_load()}]")
+
+
+def detailed_figure(repeat: int, sizes: tuple[int, ...]) -> None:
+    """Figure 3: the detailed engine's whole run, and its growth with the GPU count."""
+    from ddlsim.api import job, prepare
+    from ddlsim.engine.simulate import SimOptions
+
+    print(f"3. detailed engine, resnet50, 2 warm-up + 3 measured iterations [{_load()}]")
+    medians = {}
+    for gpus in sizes:
+        setup = prepare(job("resnet50", gpus))
+        opts = SimOptions(engine="detailed")
+        t, t_cpu = _times_s(lambda setup=setup, opts=opts: setup.simulate(opts), repeat)
+        medians[gpus] = (statistics.median(t), statistics.median(t_cpu))
+        print(f"   {gpus:5d} GPUs: wall {_spread(t, 's')}, CPU {_spread(t_cpu, 's')} [{_load()}]")
+    for i, what in enumerate(("wall", "CPU")):
+        growth = [
+            f"{a}->{b}: N^{math.log(medians[b][i] / medians[a][i]) / math.log(b / a):.2f}"
+            for a, b in itertools.pairwise(sizes)
+        ]
+        print(f"   growth ({what}) {', '.join(growth)}")
+
+
+def sweep_figure(repeat: int) -> None:
+    """Figure 4: ``ddlsim sweep`` of 1,000 configurations, serial and on Dask."""
+    print(f"4. ddlsim sweep, 1,000 configurations, whole process [{_load()}]")
+    with tempfile.TemporaryDirectory() as tmp:
+        out = str(Path(tmp) / "sweep.csv")
+        base = [sys.executable, "-m", "ddlsim", "sweep", *SWEEP_GRID, "-o", out, "--quiet"]
+        for label, extra in (("--serial", ["--serial"]), ("local Dask, 2 workers", [])):
+            walls, cpus = _run_process(base + extra, repeat)
+            print(
+                f"   {label}: wall {_spread(walls, 's')}, CPU (this process and its "
+                f"children) {_spread(cpus, 's')} [{_load()}]"
+            )
+            rows = Path(out).read_text(encoding="utf-8").count("\n") - 1
+            print(f"   ({rows} rows)")
 
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="resnet50")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--detailed-4096", action="store_true", help="also time 4096 GPUs detailed")
+    ap.add_argument("--only", default="cli,fast,detailed,sweep", help="figures to measure")
+    ap.add_argument(
+        "--detailed-sizes", default="256,1024,4096", help="GPU counts of figure 3 (comma list)"
+    )
     args = ap.parse_args(argv)
-    for gpus in (8, 4096):
-        cmd = [sys.executable, "-m", "ddlsim", "predict", "--model", args.model]
-        cmd += ["--gpus", str(gpus)]
-        wall = _median_time_s(
-            lambda cmd=cmd: subprocess.run(cmd, check=True, capture_output=True), args.repeat
-        )
-        print(
-            f"{' '.join(['ddlsim', *cmd[3:]])}: whole process {wall:.3f} s "
-            f"(median of {args.repeat})"
-        )
-
-    for gpus in (8, 256, 1024, 4096):
-        setup = prepare(job(args.model, gpus))
-        t = _median_time_s(setup.simulate, args.repeat)
-        n_ops = len(plan_from_dag(setup.dag).ops)
-        print(
-            f"fast engine, {gpus:5d} GPUs: simulate {1e3 * t:7.2f} ms ({n_ops} comm ops/iteration)"
-        )
-    for gpus in (8, 256, 1024, *((4096,) if args.detailed_4096 else ())):
-        setup = prepare(job(args.model, gpus))
-        opts = SimOptions(engine="detailed", warmup_iterations=0, measured_iterations=2)
-        t0 = time.perf_counter()
-        setup.simulate(opts)
-        per_iter = (time.perf_counter() - t0) / 2
-        print(f"detailed engine, {gpus:4d} GPUs: {per_iter:.3f} s per iteration")
+    compileall.compile_dir(ROOT / "ddlsim", quiet=1)
+    only = set(args.only.split(","))
+    print(f"ddlsim speed figures, median (min-max) of {args.repeat} runs, {os.cpu_count()} CPUs")
+    if "cli" in only:
+        cli_figure(args.repeat)
+    if "fast" in only:
+        fast_figure(args.repeat)
+    if "detailed" in only:
+        sizes = tuple(int(x) for x in args.detailed_sizes.split(","))
+        detailed_figure(args.repeat, sizes)
+    if "sweep" in only:
+        sweep_figure(args.repeat)
     return 0
 
 

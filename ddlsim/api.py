@@ -250,13 +250,13 @@ def _single_gpu(setup: Setup, input_s: float) -> SimResult:
     """The same workload and strategy on one GPU of the same type (the efficiency's base)."""
     one = catalog.build_cluster(setup.cluster.device.id, 1)
     alone = setup.strategy.with_(schedule="auto")  # one GPU exchanges nothing
-    dag = build_dag(setup.workload, alone, input_time_s=input_s)
+    dag = build_dag(setup.workload, alone, input_time_s=input_s, with_comm=False)
     comm_model = make_comm_model("horovod-nccl", one)
     return simulate(dag, one, comm_model, options=SimOptions(measured_iterations=2))
 
 
 def _comm_ops(sim: SimResult, comm: CommModel) -> list[dict[str, Any]]:
-    last = max((s.iteration for s in sim.spans), default=0)
+    last = len(sim.iteration_times_s) - 1
     return [
         {
             "name": s.name,
@@ -266,6 +266,6 @@ def _comm_ops(sim: SimResult, comm: CommModel) -> list[dict[str, Any]]:
             "duration_s": s.end_s - s.start_s,
             **comm.label(s.nbytes, s.kind),
         }
-        for s in sim.spans
-        if s.worker == 0 and s.iteration == last and s.stream.startswith("comm")
+        for s in sim.comm_spans
+        if s.worker == 0 and s.iteration == last
     ]

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 import enum
 import itertools
-from collections.abc import Callable
-
-import networkx as nx
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from ddlsim.comm.placement import place, rule_for
 from ddlsim.schedules import Item, partitions, plan_buckets
@@ -59,6 +58,119 @@ COMPUTE_KINDS = (NodeKind.FORWARD, NodeKind.BACKWARD, NodeKind.UPDATE)
 COMM_KINDS = (NodeKind.ALLREDUCE, NodeKind.PUSH, NodeKind.PULL)
 
 
+class _NodeView:
+    """``g.nodes``: ``g.nodes[n]`` is node ``n``'s attributes, ``g.nodes(data=True)`` yields
+    ``(n, attributes)``, iterating yields the nodes (in the order they were added)."""
+
+    def __init__(self, nodes: dict[str, dict[str, Any]]) -> None:
+        self._nodes = nodes
+
+    def __call__(self, data: bool = False) -> Iterator[Any]:
+        return iter(self._nodes.items()) if data else iter(self._nodes)
+
+    def __getitem__(self, node: str) -> dict[str, Any]:
+        return self._nodes[node]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._nodes
+
+
+class _EdgeView:
+    """``g.edges``: ``g.edges[u, v]`` is the edge's attributes, ``g.edges(data=True)`` yields
+    ``(u, v, attributes)``, iterating yields ``(u, v)``."""
+
+    def __init__(self, succ: dict[str, dict[str, dict[str, Any]]]) -> None:
+        self._succ = succ
+
+    def __call__(self, data: bool = False) -> Iterator[Any]:
+        for u, out in self._succ.items():
+            for v, attrs in out.items():
+                yield (u, v, attrs) if data else (u, v)
+
+    def __getitem__(self, edge: tuple[str, str]) -> dict[str, Any]:
+        u, v = edge
+        return self._succ[u][v]
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return self()
+
+    def __len__(self) -> int:
+        return sum(len(out) for out in self._succ.values())
+
+
+class DiGraph:
+    """A directed graph with attributes on the graph, its nodes and its edges: the part of
+    networkx's ``DiGraph`` the DAG of an iteration needs (the same reading API: ``nodes``,
+    ``edges``, ``successors``, ``predecessors``, ``graph``), without importing networkx, which
+    costs a tenth of a second (``to_networkx()`` converts, for its algorithms)."""
+
+    def __init__(self, **attrs: Any) -> None:
+        self.graph: dict[str, Any] = dict(attrs)
+        self._nodes: dict[str, dict[str, Any]] = {}
+        self._succ: dict[str, dict[str, dict[str, Any]]] = {}
+        self._pred: dict[str, dict[str, dict[str, Any]]] = {}
+        self.nodes = _NodeView(self._nodes)
+        self.edges = _EdgeView(self._succ)
+
+    def add_node(self, node: str, **attrs: Any) -> None:
+        """Add ``node`` (or update its attributes)."""
+        got = self._nodes.get(node)
+        if got is None:
+            self._nodes[node] = attrs
+            self._succ[node] = {}
+            self._pred[node] = {}
+        else:
+            got.update(attrs)
+
+    def add_edge(self, u: str, v: str, **attrs: Any) -> None:
+        """Add the edge ``u -> v`` (and its nodes if new), or update its attributes."""
+        if u not in self._nodes:
+            self.add_node(u)
+        if v not in self._nodes:
+            self.add_node(v)
+        edge = self._succ[u].get(v)
+        if edge is None:
+            self._succ[u][v] = self._pred[v][u] = attrs
+        else:
+            edge.update(attrs)
+
+    def successors(self, node: str) -> Iterator[str]:
+        """The nodes ``node`` has an edge to."""
+        return iter(self._succ[node])
+
+    def predecessors(self, node: str) -> Iterator[str]:
+        """The nodes with an edge to ``node``."""
+        return iter(self._pred[node])
+
+    def number_of_nodes(self) -> int:
+        """How many nodes the graph has."""
+        return len(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __contains__(self, node: object) -> bool:
+        return node in self._nodes
+
+    def to_networkx(self) -> Any:
+        """The same graph as a ``networkx.DiGraph`` (imported here, on first use)."""
+        import networkx as nx
+
+        g = nx.DiGraph(**self.graph)
+        g.add_nodes_from(self._nodes.items())
+        g.add_edges_from((u, v, d) for u, out in self._succ.items() for v, d in out.items())
+        return g
+
+
 def build_dag(
     workload: Workload,
     strategy: Strategy,
@@ -66,8 +178,10 @@ def build_dag(
     input_time_s: float = 0.0,
     n_ps: int = 1,
     op_time_s: Callable[[int], float] | None = None,
-) -> nx.DiGraph:
-    """One iteration of one worker as a DiGraph.
+    with_comm: bool = True,
+) -> DiGraph:
+    """One iteration of one worker as a :class:`DiGraph` (``with_comm=False``: its compute only,
+    what a single GPU runs).
 
     ``input_time_s`` is the host input pipeline's time per batch (used when the host decodes
     the input: ``strategy.data`` is ``real`` and the input pipeline is not DALI); ``n_ps`` the
@@ -76,7 +190,7 @@ def build_dag(
     ``batch_per_gpu``, ``comm``, ``schedule``; ``order`` on every node gives a deterministic
     topological order.
     """
-    g = nx.DiGraph(
+    g = DiGraph(
         model=workload.model.name,
         batch_per_gpu=workload.batch_per_gpu,
         comm=strategy.comm,
@@ -124,6 +238,8 @@ def build_dag(
     )
     g.add_edge(prev, update, kind=EdgeKind.CONTROL)
 
+    if not with_comm:
+        return g
     if strategy.is_parameter_server:
         _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update)
     else:
@@ -248,7 +364,7 @@ def _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update) -> None:
             g.add_edge(push, update, kind=EdgeKind.DATA)
 
 
-def nodes_in_order(g: nx.DiGraph, *kinds: NodeKind) -> list[str]:
+def nodes_in_order(g: DiGraph, *kinds: NodeKind) -> list[str]:
     """Nodes of the given kinds (all if none given), in the DAG's deterministic order."""
     selected = [n for n, d in g.nodes(data=True) if not kinds or d["kind"] in kinds]
     return sorted(selected, key=lambda n: g.nodes[n]["order"])

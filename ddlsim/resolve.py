@@ -11,14 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-import networkx as nx
-
 from ddlsim.cluster import catalog
 from ddlsim.cluster.specs import Cluster, DeviceSpec
 from ddlsim.comm import NCCL_METHODS, make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.config import ExecutionConfig, JobConfig, SystemConfig, WorkloadConfig
-from ddlsim.dag import build_dag
+from ddlsim.dag import DiGraph, build_dag
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
 from ddlsim.horovod import horovod_release
@@ -50,7 +48,7 @@ class Setup:
     cluster: Cluster
     strategy: Strategy
     comm: CommModel
-    dag: nx.DiGraph
+    dag: DiGraph
     input_time_s: float
     #: the calibration file the compute times were read from (given, found, or derived from)
     calibration_source: str | None = None

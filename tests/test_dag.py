@@ -7,11 +7,11 @@ import pytest
 
 from ddlsim.api import job, prepare
 from ddlsim.comm.placement import place
-from ddlsim.dag import COMM_KINDS, EdgeKind, NodeKind, build_dag, nodes_in_order
+from ddlsim.dag import COMM_KINDS, DiGraph, EdgeKind, NodeKind, build_dag, nodes_in_order
 from ddlsim.workload.zoo import get_model
 
 
-def _kinds(g: nx.DiGraph) -> set[NodeKind]:
+def _kinds(g: DiGraph) -> set[NodeKind]:
     return {d["kind"] for _, d in g.nodes(data=True)}
 
 
@@ -19,7 +19,7 @@ def _kinds(g: nx.DiGraph) -> set[NodeKind]:
 def test_dag_is_acyclic_with_closed_kinds_and_conserves_gradient_bytes(comm):
     setup = prepare(job("resnet50", 16, comm=comm, gpus_per_node=4))
     g = setup.dag
-    assert nx.is_directed_acyclic_graph(g)
+    assert nx.is_directed_acyclic_graph(g.to_networkx())
     assert all(isinstance(d["kind"], NodeKind) for _, d in g.nodes(data=True))
     assert all(isinstance(d["kind"], EdgeKind) for *_, d in g.edges(data=True))
     grad_bytes = get_model("resnet50").grad_bytes()
@@ -38,7 +38,7 @@ def test_forward_then_backward_in_reverse_layer_order_then_update():
     fwd = [g.nodes[n]["layer"] for n in nodes_in_order(g, NodeKind.FORWARD)]
     bwd = [g.nodes[n]["layer"] for n in nodes_in_order(g, NodeKind.BACKWARD)]
     assert fwd == layers and bwd == layers[::-1]
-    order = list(nx.topological_sort(g))
+    order = list(nx.topological_sort(g.to_networkx()))
     assert order.index(f"fwd:{layers[-1]}") < order.index(f"bwd:{layers[-1]}")
     assert order[-1] == "update"
     assert g.edges[f"bwd:{layers[0]}", "update"]["kind"] is EdgeKind.CONTROL
@@ -81,7 +81,7 @@ def test_build_dag_is_pure():
     setup = prepare(job("resnet50", 8))
     a = build_dag(setup.workload, setup.strategy)
     b = build_dag(setup.workload, setup.strategy)
-    assert nx.utils.graphs_equal(a, b)
+    assert nx.utils.graphs_equal(a.to_networkx(), b.to_networkx())
 
 
 @pytest.mark.parametrize("comm", ["horovod-nccl", "ps"])
@@ -90,8 +90,9 @@ def test_without_wait_free_backprop_every_exchange_follows_the_backward_pass(com
     g = build_dag(setup.workload, setup.strategy.with_(wait_free_backprop=False), n_ps=2)
     last_bwd = nodes_in_order(g, NodeKind.BACKWARD)[-1]
     exchanges = nodes_in_order(g, NodeKind.ALLREDUCE, NodeKind.PUSH)
-    assert exchanges and all(nx.has_path(g, last_bwd, n) for n in exchanges)
-    assert nx.is_directed_acyclic_graph(g)
+    nxg = g.to_networkx()
+    assert exchanges and all(nx.has_path(nxg, last_bwd, n) for n in exchanges)
+    assert nx.is_directed_acyclic_graph(nxg)
 
 
 def test_cpu_workers_do_not_overlap_communication():
@@ -100,3 +101,17 @@ def test_cpu_workers_do_not_overlap_communication():
     pred = predict("alexnet", 2, gpu="epyc-zen4-core", comm="horovod-gloo", batch=16)
     assert pred.breakdown["comm_hidden_s"] == 0.0
     assert pred.breakdown["comm_exposed_s"] > 0.0
+
+
+def test_the_dag_reads_like_networkx_and_converts_to_it():
+    g = prepare(job("resnet50", 16, comm="ps", n_ps=2)).dag
+    nxg = g.to_networkx()
+    assert list(g.nodes) == list(nxg.nodes) and g.number_of_nodes() == nxg.number_of_nodes()
+    assert dict(g.nodes(data=True)) == dict(nxg.nodes(data=True))
+    assert sorted(g.edges) == sorted(nxg.edges) and len(g.edges) == nxg.number_of_edges()
+    for u, v, d in g.edges(data=True):
+        assert d is g.edges[u, v] and d == nxg.edges[u, v]
+    for n in g.nodes:
+        assert list(g.successors(n)) == list(nxg.successors(n))
+        assert list(g.predecessors(n)) == list(nxg.predecessors(n))
+    assert g.graph == nxg.graph and g.graph["comm"] == "ps"

@@ -313,10 +313,10 @@ def _add_simulation(g: argparse._ArgumentGroup) -> None:
         type=number,
         default=DEFAULT_MAX_EVENTS,
         metavar="N",
-        help="detailed engine: refuse a run estimated at more events (flow transfers, each "
-        "SimPy event or executor step counted 1,000; default: "
-        f"{DEFAULT_MAX_EVENTS:.0e}, a few minutes on 2 cores) or at more than 80%% of the "
-        "available memory",
+        help="detailed engine: refuse a run estimated at more events (its work weighted by "
+        "cost: a flow transfer 4, a worker's share of a worker step 80, a worker step, loop "
+        f"event or executor step 1,600; default: {DEFAULT_MAX_EVENTS:.0e}, about half a minute "
+        "on 2 cores) or at more than 80%% of the available memory",
     )
 
 

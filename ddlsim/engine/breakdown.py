@@ -18,10 +18,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-from ddlsim.engine.core import Span
 from ddlsim.engine.intervals import clip, intersection_length, length, union_intervals
+from ddlsim.engine.trace import Span, stream_intervals
 
-__all__ = ["Breakdown", "mean_breakdown", "union_intervals", "window_breakdown"]
+__all__ = [
+    "Breakdown",
+    "intervals_breakdown",
+    "mean_breakdown",
+    "near",
+    "stream_intervals",
+    "union_intervals",
+    "window_breakdown",
+]
 
 
 @dataclass(frozen=True)
@@ -46,16 +54,26 @@ class Breakdown:
 
 def window_breakdown(spans: Iterable[Span], lo: float, hi: float) -> Breakdown:
     """Breakdown of the window ``[lo, hi]`` of one worker's spans."""
-    spans = list(spans)
-    compute = clip(
-        union_intervals((s.start_s, s.end_s) for s in spans if s.stream == "compute"), lo, hi
-    )
-    comm = clip(
-        union_intervals((s.start_s, s.end_s) for s in spans if s.stream.startswith("comm")), lo, hi
-    )
-    inputs = clip(
-        union_intervals((s.start_s, s.end_s) for s in spans if s.stream == "input"), lo, hi
-    )
+    return intervals_breakdown(*stream_intervals(spans), lo, hi)
+
+
+Intervals = list[tuple[float, float]]
+
+
+def near(intervals: Intervals, lo: float, hi: float) -> Intervals:
+    """The intervals that reach ``[lo, hi]`` (the others change neither its union nor its
+    clips: :func:`intervals_breakdown` of them is the same, to the last digit)."""
+    return [iv for iv in intervals if iv[1] >= lo and iv[0] <= hi]
+
+
+def intervals_breakdown(
+    compute_ivs: Intervals, comm_ivs: Intervals, input_ivs: Intervals, lo: float, hi: float
+) -> Breakdown:
+    """Breakdown of the window ``[lo, hi]`` of one worker's compute, communication and input
+    intervals."""
+    compute = clip(union_intervals(compute_ivs), lo, hi)
+    comm = clip(union_intervals(comm_ivs), lo, hi)
+    inputs = clip(union_intervals(input_ivs), lo, hi)
     compute_s = length(compute)
     hidden_s = intersection_length(compute, comm)
     exposed_s = length(comm) - hidden_s

@@ -1,10 +1,15 @@
-"""The SimPy replay shared by both engines.
+"""The replay shared by both engines: the workers of a :class:`Plan`, in step.
 
-``simulate_plan`` runs ``W`` simulated workers through several iterations of a :class:`Plan`.
-Each worker is a SimPy process on its own compute stream; communication ops run on channels
-(one SimPy process each, ops serialised per channel); Horovod ops additionally wait for the
-coordinator's cycle tick and negotiation. The cost of an op is delegated to ``cost(op, starts)``
-which maps per-worker start times to per-worker end times:
+``simulate_plan`` runs ``W`` simulated workers through several iterations of a plan. Every
+worker runs the same program -- compute segments on its own compute stream, registering the
+communication operations that become ready, waiting for the ones it needs -- at its own pace,
+so the workers advance together, one segment at a time, each with its own clock: one float for
+one worker (the fast engine), an array of ``W`` for several (the detailed engine), so that a
+step costs a few numpy operations however many workers there are. Communication runs on
+channels (ops serialised per channel) and, for Horovod, after the coordinator's cycle tick and
+negotiation: an event loop (:class:`ddlsim.engine.channels.Channels`) that the workers advance
+to the instants they need. The cost of an op is delegated to ``cost(op, starts)``, which maps
+per-worker start times to per-worker end times:
 
 - the fast engine simulates one representative worker and costs ops in closed form;
 - the detailed engine simulates every worker (own speed, jitter) and executes each op as steps
@@ -17,44 +22,38 @@ engine's ``sync_stretch`` adds the expected wait for the slowest rank after each
 (the detailed engine draws every rank's factor instead). Worker 0's share of each is recorded
 per iteration (``RunRecord.sync_s``).
 
-``env.now`` is in seconds.
+Times are in seconds and move as a discrete-event simulation moves them (a wait from ``t``
+until ``u`` ends at ``t + (u - t)``), so the replay gives the same numbers as one SimPy process
+per worker did, to the last digit (the detailed engine's jitter apart: its draws come one array
+per segment instead of one number per worker and segment, in a different order).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import simpy
 
-from ddlsim.engine.intervals import clip, length, union_intervals
+from ddlsim.engine.channels import Channels, Coordination, CostFn, Lanes, NegotiationFn
+from ddlsim.engine.intervals import clip, length, overlap_lengths, union_intervals
 from ddlsim.engine.plan import CommOp, Plan
 from ddlsim.engine.sync import rank_factors
-from ddlsim.horovod import next_tick_s
+from ddlsim.engine.trace import INTERFERENCE, Span, Trace
 
-CostFn = Callable[[CommOp, np.ndarray], np.ndarray]
-
-
-@dataclass(frozen=True)
-class Span:
-    """One interval on one worker's stream (seconds)."""
-
-    worker: int
-    stream: str  # compute | comm:<channel> | coordinator | input
-    name: str
-    kind: str
-    start_s: float
-    end_s: float
-    iteration: int
-    nbytes: int = 0
-    parts: tuple[str, ...] = ()  # a collective fused at run time: the plan's ops it carries
+__all__ = [
+    "INTERFERENCE",
+    "SYNC_PARTS",
+    "EngineConfig",
+    "Program",
+    "RunRecord",
+    "Segment",
+    "Span",
+    "Trace",
+    "program",
+    "simulate_plan",
+]
 
 
-NegotiationFn = Callable[[int, int], float]
-#: name and kind of the compute-stream span that interference with communication adds
-INTERFERENCE = "interference"
 #: per-iteration synchronisation parts of worker 0, in ``RunRecord.sync_s`` column order
 SYNC_PARTS = ("contention_s", "interference_s", "straggler_wait_s")
 
@@ -83,13 +82,17 @@ class EngineConfig:
 
 @dataclass
 class RunRecord:
-    """What a run produced: per-iteration end time of every worker, traced spans, and worker
-    0's synchronisation parts per iteration (seconds, columns :data:`SYNC_PARTS`)."""
+    """What a run produced: per-iteration end time of every worker, the traced spans, worker 0's
+    synchronisation parts per iteration (seconds, columns :data:`SYNC_PARTS`), and the work
+    done: ``steps`` of the workers (compute segments and waits, each over every worker) and
+    ``events`` of the communication loop."""
 
     iteration_end_s: np.ndarray  # shape (iterations, workers)
-    spans: list[Span] = field(default_factory=list)
+    trace: Trace = field(default_factory=Trace)
     warmup_iterations: int = 0
     sync_s: np.ndarray | None = None  # shape (iterations, len(SYNC_PARTS))
+    steps: int = 0
+    events: int = 0
 
 
 def simulate_plan(plan: Plan, cost: CostFn, cfg: EngineConfig) -> RunRecord:
@@ -97,90 +100,256 @@ def simulate_plan(plan: Plan, cost: CostFn, cfg: EngineConfig) -> RunRecord:
     return _Run(plan, cost, cfg).run()
 
 
+@dataclass(frozen=True)
+class Segment:
+    """Layers run back to back on the compute stream."""
+
+    names: list[str]
+    secs: list[float]
+    layers_s: float  # sum(secs), summed once
+    kind: str
+
+
+#: a step of a worker's program: a compute segment, or (``"register"`` | ``"pull"`` | ``"gate"``,
+#: op index): the op is ready / wait for this iteration's pull / for the previous iteration's op
+Step = Segment | tuple[str, int]
+
+
+@dataclass(frozen=True)
+class Program:
+    """What every worker does in an iteration of a plan: ``ops`` (ops after the backward pass,
+    then pulls), the pulls it registers when the iteration starts, its steps in the first
+    iteration and in later ones (which wait for the previous iteration's gating ops), and the
+    update."""
+
+    ops: list[CommOp]
+    pull_order: list[int]
+    first: list[Step]
+    later: list[Step]
+    update: Segment
+
+    @property
+    def blocking(self) -> bool:
+        """Whether the update waits for communication."""
+        return any(not op.deferred for op in self.ops)
+
+    def worker_steps(self, iterations: int, with_input: bool) -> int:
+        """Compute segments and waits of ``iterations`` iterations (each a step of every
+        worker at once): the steps of the program, the update, the wait for the operations the
+        update needs, and the wait for the input (``with_input``)."""
+
+        def waits(steps: list[Step]) -> int:
+            return sum(1 for x in steps if isinstance(x, Segment) or x[0] != "register")
+
+        per_iteration = 1 + self.blocking + with_input
+        return waits(self.first) + waits(self.later) * (iterations - 1) + per_iteration * iterations
+
+
+def program(plan: Plan) -> Program:
+    """The :class:`Program` of ``plan``: forward segments split where a pull or a gate waits,
+    backward segments where ops become ready."""
+    after_ops = plan.pushes_and_allreduces
+    pull_ops = plan.pulls
+    by_trigger: dict[int, list[int]] = {}
+    for i, op in enumerate(after_ops):
+        by_trigger.setdefault(op.trigger, []).append(i)
+    pulls_at: dict[int, list[int]] = {}
+    for j, op in enumerate(pull_ops):
+        pulls_at.setdefault(op.fwd_index, []).append(len(after_ops) + j)
+    # ops of the previous iteration the forward pass of a layer waits for (layer-wise update)
+    gates_at: dict[int, list[int]] = {}
+    for i, op in enumerate(after_ops):
+        if op.deferred:
+            gates_at.setdefault(op.next_fwd_index, []).append(i)
+    n_fwd, n_bwd = len(plan.fwd_s), len(plan.bwd_s)
+    programs = []
+    for gates in ({}, gates_at):
+        prog: list[Step] = []
+        start = 0
+        for stop in sorted({*pulls_at, *gates, n_fwd}):
+            if stop > start:
+                secs = plan.fwd_s[start:stop]
+                prog.append(Segment(plan.fwd_names[start:stop], secs, sum(secs), "forward"))
+            start = stop
+            prog.extend(("pull", op_i) for op_i in pulls_at.get(stop, []))
+            prog.extend(("gate", op_i) for op_i in gates.get(stop, []))
+        start = 0
+        for stop in sorted({*(t + 1 for t in by_trigger), n_bwd}):
+            if stop > start:
+                secs = plan.bwd_s[start:stop]
+                prog.append(Segment(plan.bwd_names[start:stop], secs, sum(secs), "backward"))
+            prog.extend(("register", op_i) for op_i in by_trigger.get(stop - 1, []))
+            start = stop
+        programs.append(prog)
+    update = Segment(["update"], [plan.update_s], sum([plan.update_s]), "update")
+    pull_order = [i for lst in pulls_at.values() for i in lst]
+    return Program(after_ops + pull_ops, pull_order, programs[0], programs[1], update)
+
+
 class _Run:
-    """State of one simulation run (kept in one object so processes share it cheaply)."""
+    """State of one run: the workers' clocks (``t``) and the communication loop."""
 
     def __init__(self, plan: Plan, cost: CostFn, cfg: EngineConfig) -> None:
-        self.plan, self.cost, self.cfg = plan, cost, cfg
-        self.env = simpy.Environment()
+        self.plan, self.cfg = plan, cfg
         self.W = cfg.n_workers
+        self.scalar = self.W == 1
         self.iters = cfg.warmup_iterations + cfg.measured_iterations
         self.slowdown = np.ones(self.W) if cfg.slowdown is None else np.asarray(cfg.slowdown)
-        self.rng = np.random.default_rng(cfg.seed)
+        self._rng: np.random.Generator | None = None
         self.rank_factor: dict[int, np.ndarray] = {}  # iteration -> every rank's speed factor
-        self.sync_s = np.zeros((self.iters, len(SYNC_PARTS)))
-        self.comm_iv: list[list[tuple[float, float]]] = [[] for _ in range(self.W)]
-        self.after_ops = plan.pushes_and_allreduces
-        self.pull_ops = plan.pulls
-        self.ops = self.after_ops + self.pull_ops
-        self.by_trigger: dict[int, list[int]] = {}
-        for i, op in enumerate(self.after_ops):
-            self.by_trigger.setdefault(op.trigger, []).append(i)
-        self.pulls_at: dict[int, list[int]] = {}
-        for j, op in enumerate(self.pull_ops):
-            self.pulls_at.setdefault(op.fwd_index, []).append(len(self.after_ops) + j)
-        # ops of the previous iteration the forward pass of a layer waits for (layer-wise update)
-        self.gates_at: dict[int, list[int]] = {}
-        for i, op in enumerate(self.after_ops):
-            if op.deferred:
-                self.gates_at.setdefault(op.next_fwd_index, []).append(i)
-        n_ops = len(self.ops)
-        n_blocking = sum(1 for op in self.ops if not op.deferred)
-        self.ready = np.full((self.iters, n_ops, self.W), np.nan)
-        self.ready_count = np.zeros((self.iters, n_ops), dtype=int)
-        self.op_done = [[self.env.event() for _ in range(n_ops)] for _ in range(self.iters)]
-        self.blocking = n_blocking > 0  # whether the update waits for communication
-        self.comm_left = [n_blocking] * self.iters  # ops the update waits for
-        self.all_left = [n_ops] * self.iters
-        self.comm_end = np.zeros((self.iters, self.W))
-        self.comm_done = [self.env.event() for _ in range(self.iters)]
-        self.all_done = [self.env.event() for _ in range(self.iters)]
-        self.push_end: dict[tuple[str, int], float] = {}
-        channels = sorted({op.channel for op in self.ops})
-        # a schedule that orders operations (priorities) gets a priority queue per channel
-        self.prioritised = any(op.priority is not None for op in self.ops)
-        store = simpy.PriorityStore if self.prioritised else simpy.Store
-        self.stores = {ch: store(self.env) for ch in channels}
-        self.queued = 0  # submission counter: FIFO among equal priorities
-        self.free = {ch: np.zeros(self.W) for ch in channels}
-        self.coord_pending: list[tuple[int, int]] = []
-        self.coord_wake: simpy.Event | None = None
-        self.end = np.zeros((self.iters, self.W))
-        self.spans: list[Span] = []
+        self._speed: dict[int, Lanes] = {}  # iteration -> slowdown x rank factor
+        self.sync_s = [[0.0, 0.0, 0.0] for _ in range(self.iters)]
+        self.program = program(plan)
+        self.ops = self.program.ops
+        self.trace = Trace()
         self.traced = sorted(w for w in cfg.trace_workers if w < self.W)
+        coordination = None
+        if cfg.horovod:
+            coordination = Coordination(
+                cfg.cycle_time_s, cfg.sleep_after_work, cfg.fusion_threshold_bytes,
+                cfg.negotiation,
+            )  # fmt: skip
+        self.comm = Channels(
+            self.ops,
+            cost,
+            n_workers=self.W,
+            iterations=self.iters,
+            horovod=coordination,
+            traced=self.traced,
+            span=self._span,
+            track_in_flight=cfg.interference > 0,
+        )
+        self.end = np.zeros((self.iters, self.W))
+        self.steps = 0
+        self.t: Lanes = 0.0 if self.scalar else np.zeros(self.W)
+
+    def _span(self, *fields: object) -> None:
+        self.trace.add(Span(*fields))  # type: ignore[arg-type]
 
     def run(self) -> RunRecord:
-        env = self.env
-        for ch in self.stores:
-            env.process(self._channel(ch))
-        if self.cfg.horovod:
-            env.process(self._coordinator())
-        workers = [env.process(self._worker(w)) for w in range(self.W)]
-        env.run(until=simpy.AllOf(env, workers))
-        return RunRecord(self.end, self.spans, self.cfg.warmup_iterations, self.sync_s)
+        plan = self.plan
+        for it in range(self.iters):
+            if plan.input_s is not None:
+                ready_s = (it + 1) * plan.input_s  # the input pipeline produces continuously
+                for w in self.traced:
+                    self._span(w, "input", "input", "input", ready_s - plan.input_s, ready_s, it)
+                self.steps += 1
+                self._wait_until(ready_s)
+            for op_i in self.program.pull_order:
+                self._register(it, op_i)
+            for step in self.program.later if it > 0 else self.program.first:
+                if isinstance(step, Segment):
+                    self._compute(it, step)
+                    continue
+                what, op_i = step
+                if what == "register":
+                    self._register(it, op_i)
+                else:  # a pull of this iteration, or the previous iteration's gradients
+                    self._wait_op(it if what == "pull" else it - 1, op_i)
+            if self.comm.blocking:
+                self.comm.run_until(lambda it=it: it in self.comm.comm_done)
+                self._resume(self.comm.comm_done[it], self.comm.comm_end[it])
+            self._compute(it, self.program.update)
+            self.end[it] = self.t
+        if self.ops:  # the last iteration's deferred operations end the run
+            last = self.iters - 1
+            self.comm.run_until(lambda: last in self.comm.all_done)
+        return RunRecord(
+            self.end,
+            self.trace,
+            self.cfg.warmup_iterations,
+            np.array(self.sync_s).reshape(self.iters, len(SYNC_PARTS)),
+            self.steps,
+            self.comm.events,
+        )
 
-    # -- compute ---------------------------------------------------------------------------
+    # -- waits -------------------------------------------------------------------------------
+    def _wait_until(self, target: Lanes) -> None:
+        """Each worker idles until ``target`` (its own entry) if it is not there yet."""
+        t = self.t
+        if self.scalar:
+            if target > t:
+                self.t = t + (target - t)
+        else:
+            self.t = np.where(target > t, t + (target - t), t)
+
+    def _resume(self, time_s: float, target: Lanes) -> None:
+        """The workers blocked on an event that happened at ``time_s`` resume, then each
+        waits until its ``target``."""
+        self.steps += 1
+        t = self.t
+        self.t = (t if t >= time_s else time_s) if self.scalar else np.maximum(t, time_s)
+        self._wait_until(target)
+
+    def _wait_op(self, it: int, op_i: int) -> None:
+        key = (it, op_i)
+        done = self.comm.done
+        self.comm.run_until(lambda: key in done)
+        self._resume(*done[key])
+
+    def _register(self, it: int, op_i: int) -> None:
+        """Every worker has op ``op_i`` of iteration ``it`` ready now (its own now)."""
+        t = self.t
+        self.comm.register(it, op_i, t, float(t if self.scalar else t.max()))
+
+    # -- compute -----------------------------------------------------------------------------
+    @property
+    def rng(self) -> np.random.Generator:
+        if self._rng is None:
+            self._rng = np.random.default_rng(self.cfg.seed)
+        return self._rng
+
     def _rank_factors(self, it: int) -> np.ndarray:
         """Every rank's speed factor in iteration ``it`` (drawn once, when first needed)."""
         got = self.rank_factor.get(it)
         if got is None:
-            got = self.rank_factor[it] = rank_factors(self.rng, self.cfg.rank_sigma, self.W)
+            sigma = self.cfg.rank_sigma
+            got = rank_factors(self.rng, sigma, self.W) if sigma > 0 else np.ones(self.W)
+            self.rank_factor[it] = got
         return got
 
-    def _factor(self, w: int, it: int) -> float:
-        factor = float(self.slowdown[w] * self._rank_factors(it)[w])
+    def _factor(self, it: int) -> Lanes:
+        """Every worker's compute-time factor in this segment of iteration ``it``."""
+        speed = self._speed.get(it)
+        if speed is None:
+            speed = self.slowdown * self._rank_factors(it)
+            speed = self._speed[it] = float(speed[0]) if self.scalar else speed
         if self.cfg.jitter_sigma > 0:
-            return factor * float(self.rng.lognormal(0.0, self.cfg.jitter_sigma))
-        return factor
+            if self.scalar:
+                return speed * float(self.rng.lognormal(0.0, self.cfg.jitter_sigma))
+            return speed * self.rng.lognormal(0.0, self.cfg.jitter_sigma, self.W)
+        return speed
 
-    def _overlap_s(self, w: int, t0: float, t1: float) -> float:
-        """Time within ``[t0, t1]`` during which worker ``w`` had communication in flight
-        (its ops' intervals are known once they start; older intervals are dropped)."""
-        ivs = [iv for iv in self.comm_iv[w] if iv[1] > t0]
-        self.comm_iv[w] = ivs
-        return length(clip(union_intervals(ivs), t0, t1))
+    def _overlap_s(self, t0: Lanes, t1: Lanes) -> Lanes:
+        """Per worker, the time within ``[t0, t1]`` during which it had communication in
+        flight: the operations that started before ``t1`` (their intervals are known once they
+        start); ones over for every worker are dropped."""
+        comm = self.comm
+        if self.scalar:
+            comm.run_before(t1)
+            live = [x for x in comm.in_flight if x[2] > t0]
+            comm.in_flight = live
+            ivs = [(s, e) for time_s, s, e in live if time_s < t1]
+            if not ivs:
+                return 0.0
+            if len(ivs) == 1:  # length(clip(union_intervals(ivs), t0, t1)) of one interval
+                a, b = ivs[0]
+                return (b if b < t1 else t1) - (a if a > t0 else t0) if a < b and a < t1 else 0.0
+            return length(clip(union_intervals(ivs), t0, t1))
+        comm.run_before(float(t1.max()))
+        t0_min = float(t0.min())
+        live = [x for x in comm.in_flight if x[2].max() > t0_min]
+        comm.in_flight = live
+        rows = [x for x in live if x[0] < t1.max()]
+        if not rows:
+            return np.zeros(self.W)
+        starts = np.stack([x[1] for x in rows])
+        ends = np.stack([x[2] for x in rows])
+        times = np.array([x[0] for x in rows])
+        valid = (times[:, None] < t1) & (ends > t0) & (ends > starts)
+        return overlap_lengths(starts, ends, valid, t0, t1)
 
-    def _compute(self, w: int, it: int, names: list[str], secs: list[float], kind: str):
+    def _compute(self, it: int, seg: Segment) -> None:
         """One uninterrupted run of layers on the compute stream.
 
         Node contention stretches the run; afterwards, for the time communication overlapped
@@ -188,226 +357,40 @@ class _Run:
         continues by ``overlap x f / (1 - f)``; with ``sync_stretch`` > 1 (fast engine) an idle
         wait of ``(sync_stretch - 1)`` times the work follows: the slowest rank still computes.
         """
-        factor = self._factor(w, it)
-        layers_s = sum(secs)
-        nominal_s = layers_s * factor
-        work_s = nominal_s * (1 + self.cfg.contention)
-        t0 = self.env.now
-        if w in self.traced and secs:
-            t, scale = t0, work_s / layers_s if layers_s > 0 else 0.0
-            for name, s in zip(names, secs, strict=True):
-                self.spans.append(Span(w, "compute", name, kind, t, t + s * scale, it))
-                t += s * scale
-        if work_s > 0:
-            yield self.env.timeout(work_s)
-        extra_s = 0.0
-        f = self.cfg.interference
-        if f > 0 and work_s > 0:
-            extra_s = self._overlap_s(w, t0, self.env.now) * f / (1 - f)
-            if extra_s > 0:
-                if w in self.traced:
-                    end = self.env.now + extra_s
-                    self.spans.append(
-                        Span(w, "compute", INTERFERENCE, INTERFERENCE, self.env.now, end, it)
-                    )
-                yield self.env.timeout(extra_s)
-        wait_s = (work_s + extra_s) * (self.cfg.sync_stretch - 1)
-        if w == 0:
-            if self.W > 1 and self.cfg.rank_sigma > 0:  # detailed: the slowest rank's lead
-                own = self._rank_factors(it)
-                wait_s_0 = layers_s * self.slowdown[0] * (own.max() - own[0])
-            else:
-                wait_s_0 = wait_s
-            self.sync_s[it] += (nominal_s * self.cfg.contention, extra_s, wait_s_0)
-        if wait_s > 0:
-            yield self.env.timeout(wait_s)
-
-    def _wait_until(self, t: float):
-        if t > self.env.now:
-            yield self.env.timeout(t - self.env.now)
-
-    def _worker(self, w: int):
-        env, plan = self.env, self.plan
-        n_fwd, n_bwd = len(plan.fwd_s), len(plan.bwd_s)
-        for it in range(self.iters):
-            if plan.input_s is not None:
-                ready_s = (it + 1) * plan.input_s  # the input pipeline produces continuously
-                if w in self.traced:
-                    self.spans.append(
-                        Span(w, "input", "input", "input", ready_s - plan.input_s, ready_s, it)
-                    )
-                yield from self._wait_until(ready_s)
-            for op_i in (i for lst in self.pulls_at.values() for i in lst):
-                self._register(it, op_i, w)
-            start = 0
-            gates = self.gates_at if it > 0 else {}
-            for stop in sorted({*self.pulls_at, *gates, n_fwd}):
-                if stop > start:
-                    yield from self._compute(
-                        w, it, plan.fwd_names[start:stop], plan.fwd_s[start:stop], "forward"
-                    )
-                start = stop
-                for op_i in self.pulls_at.get(stop, []):
-                    yield self.op_done[it][op_i]
-                    yield from self._wait_until(self.op_done[it][op_i].value[w])
-                for op_i in gates.get(stop, []):  # the previous iteration's gradients
-                    yield self.op_done[it - 1][op_i]
-                    yield from self._wait_until(self.op_done[it - 1][op_i].value[w])
-            start = 0
-            for stop in sorted({*(t + 1 for t in self.by_trigger), n_bwd}):
-                if stop > start:
-                    yield from self._compute(
-                        w, it, plan.bwd_names[start:stop], plan.bwd_s[start:stop], "backward"
-                    )
-                for op_i in self.by_trigger.get(stop - 1, []):
-                    self._register(it, op_i, w)
-                start = stop
-            if self.blocking:
-                yield self.comm_done[it]
-                yield from self._wait_until(self.comm_end[it, w])
-            yield from self._compute(w, it, ["update"], [plan.update_s], "update")
-            self.end[it, w] = env.now
-        if self.ops:  # the last iteration's deferred operations end the run
-            yield self.all_done[self.iters - 1]
-
-    # -- communication ---------------------------------------------------------------------
-    def _register(self, it: int, op_i: int, w: int) -> None:
-        """Worker ``w`` has op ``op_i`` of iteration ``it`` ready now."""
-        self.ready[it, op_i, w] = self.env.now
-        self.ready_count[it, op_i] += 1
-        if self.ready_count[it, op_i] < self.W:
-            return
-        op = self.ops[op_i]
-        if self.cfg.horovod and op.op == "allreduce":
-            self.coord_pending.append((it, op_i))
-            if self.coord_wake is not None and not self.coord_wake.triggered:
-                self.coord_wake.succeed()
-            return
-        starts = self.ready[it, op_i].copy()
-        if op.op == "pull" and (op.layers[0], op.channel) in self.push_end:
-            starts = np.maximum(starts, self.push_end[(op.layers[0], op.channel)])
-        self._submit(it, [op_i], starts)
-
-    def _submit(self, it: int, group: list[int], starts: np.ndarray) -> None:
-        """Queue the operations ``group`` of iteration ``it`` on their channel: in order of
-        submission, or by (iteration, priority) where the schedule sets priorities."""
-        store = self.stores[self.ops[group[0]].channel]
-        if not self.prioritised:
-            store.put((it, group, starts))
-            return
-        self.queued += 1
-        priority = self.ops[group[0]].priority
-        key = (it, self.queued if priority is None else priority, self.queued)
-        store.put(simpy.PriorityItem(key, (it, group, starts)))
-
-    def _next_cycle_s(self, last_start_s: float, last_end_s: float) -> float:
-        """When the coordinator's next cycle starts, something being pending now.
-
-        From Horovod 0.13 cycles start on the ``cycle_time`` grid, at least a cycle after the
-        previous start; before, the loop slept ``cycle_time`` after each cycle's work, idle
-        cycles included (each costing an empty negotiation), so cycles come every
-        ``cycle_time + idle negotiation`` after the last busy one.
-        """
-        cfg, now = self.cfg, self.env.now
-        if not cfg.sleep_after_work:
-            return next_tick_s(max(now, last_start_s + cfg.cycle_time_s), cfg.cycle_time_s)
-        first = last_end_s + cfg.cycle_time_s
-        if now <= first:
-            return first
-        idle = cfg.negotiation(0, 0) if cfg.negotiation is not None else 0.0
-        period = cfg.cycle_time_s + idle
-        return first + math.ceil((now - first) / period - 1e-9) * period if period > 0 else now
-
-    def _coordinator(self):
-        """Horovod's background loop: tick, negotiate, launch what is ready everywhere."""
-        env, cfg = self.env, self.cfg
-        last_start, last_end = -cfg.cycle_time_s, 0.0
-        while True:
-            if not self.coord_pending:
-                self.coord_wake = env.event()
-                yield self.coord_wake
-            yield from self._wait_until(self._next_cycle_s(last_start, last_end))
-            batch, self.coord_pending = self.coord_pending, []
-            t0 = env.now
-            if cfg.negotiation is not None:
-                tensors = sum(self.ops[op_i].n_tensors for _, op_i in batch)
-                cost_s = cfg.negotiation(tensors, len(batch))
-                if cost_s > 0:
-                    yield env.timeout(cost_s)
+        cfg = self.cfg
+        self.steps += 1
+        layers_s = seg.layers_s
+        nominal_s = layers_s * self._factor(it)
+        work_s = nominal_s * (1 + cfg.contention)
+        t0 = self.t
+        for w in self.traced:
+            t_w = t0 if self.scalar else t0[w]
+            work_w = work_s if self.scalar else work_s[w]
+            scale = work_w / layers_s if layers_s > 0 else 0.0
+            self.trace.layers(w, it, seg.kind, t_w, scale, seg.names, seg.secs)
+        t1 = t0 + work_s
+        f = cfg.interference
+        extra_s: Lanes = 0.0 if self.scalar else np.zeros(self.W)
+        if f > 0 and (work_s > 0 if self.scalar else bool(work_s.max() > 0)):
+            extra_s = self._overlap_s(t0, t1) * f / (1 - f)
             for w in self.traced:
-                it = batch[0][0]
-                self.spans.append(
-                    Span(w, "coordinator", "NEGOTIATE_ALLREDUCE", "negotiate", t0, env.now, it)
-                )
-            for it, group in self._fuse(batch):
-                self._submit(it, group, np.full(self.W, env.now))
-            last_start, last_end = t0, env.now
-
-    def _fuse(self, batch: list[tuple[int, int]]) -> list[tuple[int, list[int]]]:
-        """Horovod packs the tensors ready at a cycle into fusion buffers of at most the
-        threshold, in order. The plan's ops are the buffers of nominal cycles; ops that end up
-        pending at the same cycle (a cycle stretched by its negotiation) are fused again here.
-        Without a threshold (``None``) or with 0 (fusion off) every op goes alone."""
-        limit = self.cfg.fusion_threshold_bytes
-        groups: list[tuple[int, list[int]]] = []
-        size = 0
-        for it, op_i in batch:
-            nbytes = self.ops[op_i].nbytes
-            last = groups[-1] if groups else None
-            same = last is not None and last[0] == it
-            same = same and self.ops[last[1][0]].channel == self.ops[op_i].channel
-            if limit and same and size + nbytes <= limit:
-                groups[-1][1].append(op_i)
-                size += nbytes
-            else:
-                groups.append((it, [op_i]))
-                size = nbytes
-        return groups
-
-    def _channel(self, ch: int):
-        """Serialise the ops of one channel; cost each with the engine's cost function. In
-        submission order, each op is costed as it arrives (its start is when the channel
-        frees); with priorities, the channel picks the most urgent op queued when it frees."""
-        store = self.stores[ch]
-        while True:
-            got = yield store.get()
-            it, group, starts = got.item if self.prioritised else got
-            op = self.ops[group[0]] if len(group) == 1 else self._merged(group)
-            starts = np.maximum(starts, self.free[ch])
-            ends = np.asarray(self.cost(op, starts), dtype=float)
-            self.free[ch] = ends
-            if self.cfg.interference > 0:
-                for w in range(self.W):
-                    self.comm_iv[w].append((float(starts[w]), float(ends[w])))
-            parts = tuple(self.ops[i].name for i in group) if len(group) > 1 else ()
-            for w in self.traced:
-                self.spans.append(
-                    Span(w, f"comm:{ch}", op.name, op.op, starts[w], ends[w], it, op.nbytes, parts)
-                )
-            if op.op == "push":
-                self.push_end[(op.layers[0], ch)] = float(ends.max())
-            for op_i in group:
-                self.op_done[it][op_i].succeed(ends)
-            blocking = sum(1 for op_i in group if not self.ops[op_i].deferred)
-            if blocking:
-                np.maximum(self.comm_end[it], ends, out=self.comm_end[it])
-                self.comm_left[it] -= blocking
-                if self.comm_left[it] == 0:
-                    self.comm_done[it].succeed()
-            self.all_left[it] -= len(group)
-            if self.all_left[it] == 0:
-                self.all_done[it].succeed()
-            if self.prioritised:  # the next operation is chosen when the channel frees
-                yield from self._wait_until(float(ends.min()))
-
-    def _merged(self, group: list[int]) -> CommOp:
-        """One collective carrying the plan's ops ``group`` (fused at run time)."""
-        ops = [self.ops[i] for i in group]
-        return CommOp(
-            name=f"{ops[0].name}+{len(ops) - 1}",
-            op=ops[0].op,
-            channel=ops[0].channel,
-            nbytes=sum(o.nbytes for o in ops),
-            layers=[layer for o in ops for layer in o.layers],
-            n_tensors=sum(o.n_tensors for o in ops),
-        )
+                extra_w = extra_s if self.scalar else extra_s[w]
+                if extra_w > 0:
+                    t1_w = t1 if self.scalar else t1[w]
+                    self._span(w, "compute", INTERFERENCE, INTERFERENCE, t1_w, t1_w + extra_w, it)
+        t2 = t1 + extra_s
+        wait_s = (work_s + extra_s) * (cfg.sync_stretch - 1)
+        if self.W > 1 and cfg.rank_sigma > 0:  # detailed: the slowest rank's lead on worker 0
+            own = self._rank_factors(it)
+            wait_s_0 = layers_s * self.slowdown[0] * (own.max() - own[0])
+        else:
+            wait_s_0 = wait_s if self.scalar else wait_s[0]
+        parts = self.sync_s[it]
+        if self.scalar:
+            parts[0] += nominal_s * cfg.contention
+            parts[1] += extra_s
+        else:
+            parts[0] += nominal_s[0] * cfg.contention
+            parts[1] += extra_s[0]
+        parts[2] += wait_s_0
+        self.t = t2 + wait_s

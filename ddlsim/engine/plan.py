@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
-
-from ddlsim.dag import EdgeKind, NodeKind, nodes_in_order
+from ddlsim.dag import DiGraph, EdgeKind, NodeKind, nodes_in_order
 
 
 @dataclass
@@ -60,7 +58,7 @@ class Plan:
         return sorted((o for o in self.ops if o.op == "pull"), key=lambda o: o.fwd_index)
 
 
-def plan_from_dag(g: nx.DiGraph, with_comm: bool = True) -> Plan:
+def plan_from_dag(g: DiGraph, with_comm: bool = True) -> Plan:
     """Flatten ``g`` (from :func:`ddlsim.dag.build_dag`); ``with_comm=False`` drops all
     communication (a single GPU exchanges nothing)."""
     fwd = nodes_in_order(g, NodeKind.FORWARD)

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import networkx as nx
 import numpy as np
 
 from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.base import CommModel
-from ddlsim.engine.breakdown import Breakdown, mean_breakdown, window_breakdown
-from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_detailed
-from ddlsim.engine.core import SYNC_PARTS, EngineConfig, RunRecord, Span, simulate_plan
+from ddlsim.dag import DiGraph
+from ddlsim.engine.breakdown import Breakdown, intervals_breakdown, mean_breakdown, near
+from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, Estimate, check_detailed
+from ddlsim.engine.core import SYNC_PARTS, EngineConfig, RunRecord, Span, Trace, simulate_plan
 from ddlsim.engine.plan import CommOp, plan_from_dag
 from ddlsim.engine.sync import (
     DEFAULT_HOST_CONTENTION,
@@ -73,35 +73,59 @@ class SimResult:
     iteration_time_s: float
     breakdown: Breakdown
     iteration_times_s: tuple[float, ...]
-    spans: tuple[Span, ...]
     engine: str
     n_workers_simulated: int
     sync_s: dict[str, float] = field(default_factory=dict)
+    #: the work the run did, counted (:class:`~ddlsim.engine.budget.Estimate`, memory not
+    #: counted): worker steps, loop events, executor steps and flows
+    work: Estimate | None = field(default=None, repr=False, compare=False)
+    #: the traced workers' spans (:attr:`spans`)
+    trace: Trace = field(default_factory=Trace, repr=False, compare=False)
+
+    @property
+    def spans(self) -> tuple[Span, ...]:
+        """The traced workers' spans, one per layer on the compute stream, in the order the
+        run made them."""
+        return self.trace.spans
+
+    @property
+    def comm_spans(self) -> list[Span]:
+        """The traced workers' communication spans, in the order the operations ran."""
+        return self.trace.comm_spans()
 
 
 def _fast_cost(comm: CommModel):
+    """The closed form, for the one representative worker (its start time is a float)."""
     cache: dict[tuple[int, str, int], float] = {}
 
-    def cost(op: CommOp, starts: np.ndarray) -> np.ndarray:
+    def cost(op: CommOp, start_s: float) -> float:
         key = (op.nbytes, op.op, op.channel)
-        if key not in cache:
-            cache[key] = comm.time_s(op.nbytes, op.op, op.channel)
-        return starts.max() + cache[key] + np.zeros_like(starts)
+        got = cache.get(key)
+        if got is None:
+            got = cache[key] = float(comm.time_s(op.nbytes, op.op, op.channel))
+        return start_s + got
 
     return cost
 
 
-def _detailed_cost(comm: CommModel):
+def _detailed_cost(comm: CommModel, counts: list[float]):
+    """Each op's schedule executed over the workers' start times; ``counts`` accumulates the
+    executor steps and flows run."""
     from ddlsim.comm.executor import execute
 
     def cost(op: CommOp, starts: np.ndarray) -> np.ndarray:
-        return execute(comm.schedule(op.nbytes, op.op, op.channel), starts)
+        schedule = comm.schedule(op.nbytes, op.op, op.channel)
+        for s in schedule.steps:
+            if s.n_flows:
+                counts[0] += s.repeat
+                counts[1] += s.repeat * s.n_flows
+        return execute(schedule, starts)
 
     return cost
 
 
 def simulate(
-    dag: nx.DiGraph,
+    dag: DiGraph,
     cluster: Cluster,
     comm: CommModel,
     *,
@@ -152,8 +176,17 @@ def simulate(
             iterations,
             traced,
             opts.max_events,
-            timeouts_per_segment=2 if interference > 0 else 1,
+            horovod=horovod and cluster.n_gpus > 1,
         )
+    alone = None
+    if cluster.n_gpus == 1 and not detailed:  # a pure function of the compute: computed once
+        alone = (
+            *(tuple(x) for x in (plan.fwd_names, plan.fwd_s, plan.bwd_names, plan.bwd_s)),
+            plan.update_s, plan.input_s, opts.warmup_iterations, opts.measured_iterations,
+            sync.contention(cluster), opts.trace_workers,
+        )  # fmt: skip
+        if alone in _ALONE:
+            return _ALONE[alone]
     slowdown = np.ones(n_workers)
     for rank, factor in opts.slowdown.items():
         slowdown[rank] = factor
@@ -177,31 +210,46 @@ def simulate(
         ),
         trace_workers=opts.trace_workers,
     )
-    cost = _detailed_cost(comm) if detailed else _fast_cost(comm)
+    executed = [0.0, 0.0]
+    cost = _detailed_cost(comm, executed) if detailed else _fast_cost(comm)
     record = simulate_plan(plan, cost, cfg)
-    return _summarise(record, opts.engine, n_workers)
+    work = Estimate(n_workers, cfg.warmup_iterations + cfg.measured_iterations, record.steps,
+                    record.events, *executed)  # fmt: skip
+    result = _summarise(record, opts.engine, n_workers, work)
+    if alone is not None:
+        if len(_ALONE) >= _ALONE_MAX:
+            _ALONE.clear()
+        _ALONE[alone] = result
+    return result
 
 
-def _summarise(record: RunRecord, engine: str, n_workers: int) -> SimResult:
+#: results of one GPU on the fast engine, by what they depend on (the plan's compute times, the
+#: iterations, the contention, the traced workers): a sweep's 1-GPU baselines repeat
+_ALONE: dict[tuple, SimResult] = {}
+_ALONE_MAX = 256
+
+
+def _summarise(record: RunRecord, engine: str, n_workers: int, work: Estimate) -> SimResult:
     end = record.iteration_end_s
     warm = record.warmup_iterations
     starts = np.vstack([np.zeros((1, end.shape[1])), end[:-1]])
     per_iter = (end - starts).mean(axis=1)
     measured = per_iter[warm:]
     iteration_time_s = float(measured.mean())
-    worker0 = [s for s in record.spans if s.worker == 0]
-    parts = [
-        window_breakdown(worker0, float(starts[i, 0]), float(end[i, 0]))
-        for i in range(warm, end.shape[0])
-    ]
+    streams = record.trace.intervals(0)
+    parts = []
+    for i in range(warm, end.shape[0]):
+        lo, hi = float(starts[i, 0]), float(end[i, 0])
+        parts.append(intervals_breakdown(*(near(ivs, lo, hi) for ivs in streams), lo, hi))
     sync = record.sync_s[warm:].mean(axis=0) if record.sync_s is not None else None
     return SimResult(
         iteration_time_s=iteration_time_s,
         breakdown=mean_breakdown(parts),
         iteration_times_s=tuple(float(x) for x in per_iter),
-        spans=tuple(record.spans),
+        trace=record.trace,
         engine=engine,
         n_workers_simulated=n_workers,
+        work=work,
         sync_s={k: float(v) for k, v in zip(SYNC_PARTS, sync, strict=True)}
         if sync is not None
         else {},

@@ -215,6 +215,31 @@ def _nearest(
     return nearest, candidates[nearest]
 
 
+#: calibration files read, by path: (the file's stat signature, its profile)
+_LOADED: dict[str, tuple[tuple[int, int, int], ModelProfile]] = {}
+#: at most this many files are kept parsed
+_LOADED_MAX = 256
+
+
+def _load(path: Path) -> ModelProfile:
+    """:func:`~ddlsim.workload.profile.load` of ``path``, parsed once while the file is unchanged
+    (same inode, size and modification time): a sweep reads the same few files a thousand
+    times. Profiles are frozen, so the one object serves every caller."""
+    try:
+        st = path.stat()
+    except OSError:
+        return load(path)  # the reader names what is wrong
+    key, sig = str(path), (st.st_ino, st.st_size, st.st_mtime_ns)
+    got = _LOADED.get(key)
+    if got is not None and got[0] == sig:
+        return got[1]
+    profile = load(path)
+    if len(_LOADED) >= _LOADED_MAX:
+        _LOADED.clear()
+    _LOADED[key] = (sig, profile)
+    return profile
+
+
 def find_profile(model: ModelSpec, device: DeviceSpec, batch: int, precision: str) -> ModelProfile:
     """The calibration to use for ``model`` on ``device`` at ``batch`` and ``precision``."""
     return find_profile_and_choice(model, device, batch, precision)[0]
@@ -233,7 +258,7 @@ def find_profile_and_choice(
             "--calibration FILE"
         )
     choice, found_batch = found
-    profile = load(choice.used)
+    profile = _load(choice.used)
     if found_batch != batch:
         profile = transfer_batch(profile, model, device, batch)
     return profile, choice
