@@ -1,4 +1,11 @@
-"""The "with failures" section of ``ddlsim predict``'s text report."""
+"""The "with failures" section of ``ddlsim predict``'s text report (:mod:`ddlsim.resilience`).
+
+It follows the breakdown of the iteration: the failure model's inputs as used (node MTBF, the
+checkpoint's size and cost, the restart or re-rendezvous, the interval), the expected failures,
+the expected time-to-train with failures and its goodput, and where the extra time goes; the
+Monte Carlo's distribution when ``--mc-draws`` asked for one. The report's own "time to train"
+line stays the failure-free figure.
+"""
 
 from __future__ import annotations
 
@@ -73,8 +80,10 @@ def _interval_line(r: ResilienceResult) -> str:
     return f"    interval           {noun} every {every} of training ({how}{optimum})"
 
 
-def format_resilience(r: ResilienceResult) -> str:
-    """The section: a blank line, its lines, a blank line."""
+def failure_lines(r: ResilienceResult | None) -> list[str]:
+    """The section's lines, a blank line first (one line when failures are not modelled)."""
+    if r is None:
+        return ["", "  with failures: not modelled (--node-mtbf-hours 0)"]
     e = r.expected
     lines = [f"  with failures: {_TITLE[r.costs.recovery]}", _mtbf_line(r)]
     lines += _state_line(r)
@@ -111,4 +120,4 @@ def format_resilience(r: ResilienceResult) -> str:
             f"      p10 / p50 / p90  {_duration(mc['p10_s'])} / {_duration(mc['p50_s'])} / "
             f"{_duration(mc['p90_s'])}"
         )
-    return "\n" + "\n".join(lines) + "\n\n"
+    return ["", *lines]
