@@ -240,3 +240,33 @@ def test_timeline_failure_needs_failures(cli, tmp_path) -> None:
     assert code == 2 and out == ""
     assert "a failure timeline needs failures" in err and err.count("\n") == 1
     assert not path.exists()
+
+
+@pytest.mark.parametrize("recovery", ["restart", "elastic"])
+def test_a_job_that_never_completes_is_reported_not_a_traceback(cli, recovery: str) -> None:
+    argv = ("--gpus", "16384", "--node-mtbf-hours", "0.001", "--recovery", recovery)
+    doc = run_json(cli, *argv)
+    assert doc["resilience"]["expected"]["time_to_train_s"] is None  # infinite
+    assert doc["resilience"]["expected"]["goodput"] == 0
+    code, out, _ = cli(*BASE, *argv)
+    assert code == 0
+    assert "never: the job practically never completes" in out
+
+
+def test_a_failure_timeline_too_large_to_open_is_refused_before_tracing(cli, tmp_path) -> None:
+    path = tmp_path / "run.json"
+    code, out, err = cli(
+        "timeline", "--model", "resnet50", "--gpus", "16", "--epochs", "1e5",
+        "--node-mtbf-hours", "1", "--failure", "-o", str(path),
+    )  # fmt: skip
+    assert code == 2 and out == "" and not path.exists()
+    assert "the failure timeline would hold ~3,1" in err and "more than the 2,000,000" in err
+
+
+def test_the_iteration_timeline_warns_about_failure_flags(cli, tmp_path) -> None:
+    path = tmp_path / "it.json"
+    code, _, err = cli(
+        "timeline", "--model", "alexnet", "--gpus", "8", "--recovery", "elastic", "-o", str(path)
+    )
+    assert code == 0 and path.exists()
+    assert err.count("--recovery has no effect without --failure") == 1

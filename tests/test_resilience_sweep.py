@@ -30,11 +30,7 @@ GRID = {
 }
 
 
-@pytest.fixture(autouse=True)
-def _empty_user_calibration_dir(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("DDLSIM_CALIBRATION_DIR", str(tmp_path_factory.mktemp("no-user-cal")))
+pytestmark = pytest.mark.usefixtures("no_user_calibration")
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,11 @@ def _duration(seconds: float | None) -> str:
     return format_duration(seconds)
 
 
+def _hours(hours: float) -> str:
+    """``6,335`` or ``0.25``: whole hours from 10 up, three figures below."""
+    return f"{hours:,.0f}" if hours >= 10 else f"{hours:.3g}"
+
+
 def _mtbf_line(r: ResilienceResult) -> str:
     node = r.config.node_mtbf_s
     if node is None:
@@ -40,7 +45,7 @@ def _mtbf_line(r: ResilienceResult) -> str:
         KOKOLIS_NODE_MTBF_S: " (Kokolis et al. 2024)",
     }.get(node, "")
     return (
-        f"    node MTBF          {node / HOUR_S:,.0f} h{source}; {r.job.nodes:,} node"
+        f"    node MTBF          {_hours(node / HOUR_S)} h{source}; {r.job.nodes:,} node"
         f"{'' if r.job.nodes == 1 else 's'}: job MTBF {_duration(r.job_mtbf_s)}"
     )
 
@@ -93,11 +98,12 @@ def failure_lines(r: ResilienceResult | None) -> list[str]:
             f"    nodes present      {100 * r.nodes_present:.2f} % on average (and the global "
             "batch with them)"
         )
-    goodput = f"goodput {100 * e.goodput:.2f} %"
+    expected = f"{_duration(e.time_s)} expected (goodput {100 * e.goodput:.2f} %;"
+    if not math.isfinite(e.time_s):
+        expected = "never: the job practically never completes (its"
     lines += [
         f"    expected failures  {e.failures:.3g}",
-        f"    time to train      {_duration(e.time_s)} expected ({goodput}; failure-free "
-        f"{_duration(e.work_s)})",
+        f"    time to train      {expected} failure-free {_duration(e.work_s)})",
     ]
     parts = [
         ("committing" if r.costs.recovery == "elastic" else "writing checkpoints", e.checkpoint_s),

@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         return _failure(args, kwargs)
     trace = build_trace(kwargs, iterations=args.iterations, workers=args.workers)
     warn_inapplicable(kwargs)
+    _warn_failure_flags(kwargs)
     write_trace(trace, args.output)
     if args.output != "-":
         meta = trace["metadata"]
@@ -99,6 +100,23 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _warn_failure_flags(kwargs: dict) -> None:
+    """One warning per failure-model flag given without ``--failure`` (the iteration's trace
+    does not depend on it)."""
+    from ddlsim.cli.failure_args import FIELDS
+    from ddlsim.config import defaults
+
+    default = defaults()
+    for name in (n for group in FIELDS.values() for n in group):
+        if kwargs[name] != default[name]:
+            flag = "--" + name.replace("_", "-")
+            print(
+                f"ddlsim: warning: {flag} has no effect without --failure (the iteration's "
+                "trace); ignored",
+                file=sys.stderr,
+            )
 
 
 def _failure(args: argparse.Namespace, kwargs: dict) -> int:
