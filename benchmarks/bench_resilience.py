@@ -2,8 +2,8 @@
 
     python benchmarks/bench_resilience.py [--repeat 7] [--draws 10000]
 
-1. the closed form, ``ddlsim.resilience.from_prediction`` on a 4,096-GPU prediction (the time
-   it adds to ``predict``; target < 1 ms), restart and elastic;
+1. the closed form, ``ddlsim.resilience.from_prediction`` on a 4,096-GPU prediction (what
+   ``predict_job`` adds to every prediction by default; target < 1 ms), restart and elastic;
 2. the Monte Carlo of ``--draws`` runs of a 4,096-GPU (512-node) job (target < 5 s): the
    ResNet-50 prediction's own run (90 s), and 7- and 30-day runs at the default node MTBF and
    at Kokolis et al.'s 1,024 h (about 90 and 380 failures per run), restart and elastic.

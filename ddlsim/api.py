@@ -7,6 +7,7 @@ on one GPU, and returns a :class:`Prediction`; :func:`predict` takes the job as 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from ddlsim.dag import build_dag
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
 from ddlsim.netcal import calfile as netcal_file
+from ddlsim.resilience.analysis import ResilienceResult, from_prediction
 from ddlsim.resolve import Setup, prepare, tf32_applies
 from ddlsim.units import MiB
 from ddlsim.workload import calibration_use
@@ -41,7 +43,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Prediction:
-    """Predicted steady-state throughput of one configuration and where its time goes."""
+    """Predicted steady-state throughput of one configuration and where its time goes.
+
+    ``time_to_train_s`` is the failure-free time-to-train; ``resilience`` is the failure model
+    applied to it (:mod:`ddlsim.resilience`: the expected time-to-train with failures,
+    checkpoints and restarts, the goodput, the interval used, ...), None when the job's
+    ``node_mtbf_hours`` is 0 (no failures)."""
 
     images_per_sec: float
     iteration_time_s: float
@@ -52,6 +59,7 @@ class Prediction:
     inputs: dict[str, Any]
     comm_ops: list[dict[str, Any]]
     sim: SimResult = field(repr=False, compare=False)
+    resilience: ResilienceResult | None = None
 
     @property
     def track_record(self) -> dict[str, Any] | None:
@@ -84,6 +92,7 @@ class Prediction:
             "comm_ops": self.comm_ops,
             "track_record": self.track_record,
             "compute_record": self.compute_record,
+            "resilience": None if self.resilience is None else self.resilience.to_dict(),
         }
 
 
@@ -96,7 +105,9 @@ def predict(model: str | None = None, gpus: int = 1, **settings: Any) -> Predict
     ``transport``, ``nics_per_node``, ...), the execution (``comm``, ``n_ps``,
     ``horovod_version``, ``fusion_threshold_mb``, ``nccl_version``, ``algorithm``, ...) and the
     simulation (``engine``, ``rank_sigma``, ``host_contention``, ``stragglers``, ``seed``,
-    ...). An unknown keyword is a :class:`~ddlsim.errors.ConfigError`.
+    ...); the failure model's inputs among them (``optimizer``, ``node_mtbf_hours``,
+    ``checkpoint_write_GBps``, ``recovery``, ``checkpoint_interval_min``, ``restart_min``,
+    ``mc_draws``, ...). An unknown keyword is a :class:`~ddlsim.errors.ConfigError`.
     ``inputs["predict_kwargs"]`` records every keyword the prediction ran with
     (:mod:`ddlsim.reproduce`).
     """
@@ -104,7 +115,8 @@ def predict(model: str | None = None, gpus: int = 1, **settings: Any) -> Predict
 
 
 def predict_job(job: JobConfig) -> Prediction:
-    """Predict ``job``: simulate it and the same workload on one GPU."""
+    """Predict ``job``: simulate it and the same workload on one GPU, and apply the failure
+    model to its failure-free time-to-train (closed form; a Monte Carlo if ``mc_draws``)."""
     options = sim_options(job.simulation)
     setup = prepare(job)
     sim = setup.simulate(options)
@@ -118,7 +130,7 @@ def predict_job(job: JobConfig) -> Prediction:
     ips = gpus * batch / sim.iteration_time_s
     single_ips = batch / single.iteration_time_s
     w = job.workload
-    return Prediction(
+    prediction = Prediction(
         images_per_sec=ips,
         iteration_time_s=sim.iteration_time_s,
         scaling_efficiency=ips / (gpus * single_ips),
@@ -133,6 +145,10 @@ def predict_job(job: JobConfig) -> Prediction:
         comm_ops=_comm_ops(sim, setup.comm),
         sim=sim,
     )
+    failures = job.resilience()
+    if failures is None:
+        return prediction
+    return dataclasses.replace(prediction, resilience=from_prediction(prediction, failures))
 
 
 def sim_options(simulation: SimulationConfig) -> SimOptions:

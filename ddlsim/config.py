@@ -5,13 +5,20 @@ things, each a frozen dataclass whose field names are the keywords of :func:`ddl
 the ``predict_kwargs`` of a recorded result and (with ``-`` for ``_``) the command-line flags:
 
 - :class:`WorkloadConfig` -- what is trained: the model, the batch per GPU, the numerics, the
-  data, the compute calibration and the length of the run;
+  data, the compute calibration, the length of the run and the optimizer (what a checkpoint
+  holds);
 - :class:`SystemConfig` -- what it runs on: the GPUs, how many per node, the links inside a
-  node and between nodes, the NICs and the hosts that decode the input;
+  node and between nodes, the NICs and the hosts that decode the input, how often a node fails
+  and how fast a checkpoint is written;
 - :class:`ExecutionConfig` -- how the framework trains on it: the gradient-exchange method,
-  the parameter servers, Horovod's and NCCL's releases and knobs, who decodes the input;
+  the parameter servers, Horovod's and NCCL's releases and knobs, who decodes the input, and
+  how it recovers from a failure (restart or elastic, the checkpoint interval);
 - :class:`SimulationConfig` -- how ddlsim simulates it: the engine, the synchronisation terms
-  (:mod:`ddlsim.engine.sync`), stragglers and jitter, the seed and the detailed engine's budget.
+  (:mod:`ddlsim.engine.sync`), stragglers and jitter, the seed and the detailed engine's
+  budget, and the failure model's Monte Carlo.
+
+The failure model's fields are :mod:`ddlsim.resilience`'s inputs in the units their names
+say; :meth:`JobConfig.resilience` converts them to its SI configuration.
 
 :class:`JobConfig` holds the four. :meth:`JobConfig.from_kwargs` sorts flat keywords into their
 groups (every field name is unique across the groups, so a flat record stays unambiguous and
@@ -34,6 +41,26 @@ from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_max_events
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
 from ddlsim.errors import ConfigError, shown
 from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
+from ddlsim.resilience.config import (
+    DEFAULT_CHECKPOINT_WRITE_GBPS,
+    DEFAULT_NODE_MTBF_HOURS,
+    DEFAULT_RENDEZVOUS_S,
+    DEFAULT_REPLACE_MIN,
+    HOUR_S,
+    MAX_CHECKPOINT_WRITE_GBPS,
+    MAX_MC_DRAWS,
+    MIN_CHECKPOINT_GB,
+    MIN_CHECKPOINT_WRITE_GBPS,
+    MINUTE_S,
+    OPTIMIZERS,
+    RECOVERIES,
+    ResilienceConfig,
+    check_choice,
+    check_count,
+    check_duration,
+    check_node_mtbf_hours,
+    check_range,
+)
 from ddlsim.schedules import DEFAULT_PARTITION_BYTES
 from ddlsim.units import MiB
 from ddlsim.workload.profile import MIN_IMAGES_PER_SEC, check_images_per_sec
@@ -65,7 +92,9 @@ class WorkloadConfig:
     (:mod:`ddlsim.workload.calibration_use`). ``tf32`` False runs fp32 on a GPU with TF32
     tensor cores as true fp32 (``NVIDIA_TF32_OVERRIDE=0``). ``single_gpu_throughput`` (images/s)
     rescales the compute so that one GPU runs at that rate. ``epochs`` passes over
-    ``dataset_images`` images give the time to train."""
+    ``dataset_images`` images give the time to train. ``optimizer`` (sgd, momentum, adam)
+    says what a checkpoint holds besides the weights; ``checkpoint_GB`` replaces the size
+    computed from the model (:mod:`ddlsim.resilience.state`)."""
 
     model: str | None = None
     batch: int | None = None
@@ -76,9 +105,14 @@ class WorkloadConfig:
     single_gpu_throughput: float | None = None
     epochs: float = DEFAULT_EPOCHS
     dataset_images: int = IMAGENET_1K_TRAIN_IMAGES
+    optimizer: str = "momentum"
+    checkpoint_GB: float | None = None
 
     def __post_init__(self) -> None:
         validate_ttt_inputs(self.epochs, self.dataset_images)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
+        if self.checkpoint_GB is not None:
+            check_range("checkpoint size", self.checkpoint_GB, MIN_CHECKPOINT_GB, 1e9, "GB")
         if self.single_gpu_throughput is not None:
             check_images_per_sec(self.single_gpu_throughput, "single-GPU throughput")
 
@@ -93,7 +127,10 @@ class SystemConfig:
     per second with real data (None: the server's hardware threads x 100).
     ``network_calibration`` is a file of ``ddlsim calibrate network``: its fitted link terms
     replace the catalog's on the network (and fabric) it measured
-    (:func:`ddlsim.netcal.calfile.apply`)."""
+    (:func:`ddlsim.netcal.calfile.apply`). ``node_mtbf_hours`` is each node's mean time
+    between failures (default: Llama 3's, :mod:`ddlsim.resilience.config`; 0: no failures),
+    ``checkpoint_write_GBps`` a node's checkpoint write (and read) bandwidth and
+    ``checkpoint_time_s`` a measured checkpoint write, in place of size / bandwidth."""
 
     gpus: int = 1
     gpu: str | None = None
@@ -104,8 +141,21 @@ class SystemConfig:
     nics_per_node: int = 1
     host_input_images_per_s: float | None = None
     network_calibration: str | None = None
+    node_mtbf_hours: float = DEFAULT_NODE_MTBF_HOURS
+    checkpoint_write_GBps: float = DEFAULT_CHECKPOINT_WRITE_GBPS
+    checkpoint_time_s: float | None = None
 
     def __post_init__(self) -> None:
+        check_node_mtbf_hours(self.node_mtbf_hours)
+        check_range(
+            "checkpoint write bandwidth",
+            self.checkpoint_write_GBps,
+            MIN_CHECKPOINT_WRITE_GBPS,
+            MAX_CHECKPOINT_WRITE_GBPS,
+            "GB/s",
+        )
+        if self.checkpoint_time_s is not None:
+            check_duration("checkpoint write time", self.checkpoint_time_s, "s", 1.0)
         rate = self.host_input_images_per_s
         if rate is not None:
             ok = isinstance(rate, numbers.Real) and not isinstance(rate, bool)
@@ -129,7 +179,12 @@ class ExecutionConfig:
     each may start (:mod:`ddlsim.schedules`: auto, horovod, bsp, wfbp, mg-wfbp,
     bytescheduler, ddp); ``partition_mb`` is the size of ByteScheduler's partitions (MiB);
     ``bucket_cap_mb`` PyTorch DDP's bucket cap (MiB; None: PyTorch's default, 25 MiB after a
-    first bucket of 1 MiB; a given cap applies to the first bucket too, as in PyTorch)."""
+    first bucket of 1 MiB; a given cap applies to the first bucket too, as in PyTorch).
+    After a node fails the job ``recovery`` is ``restart`` from the last checkpoint (a
+    relaunch of ``restart_min``, None: 10 minutes assumed plus the checkpoint's load) or
+    ``elastic`` (Horovod Elastic: a re-rendezvous of ``rendezvous_s``, the failed node replaced
+    after ``replace_min``); ``checkpoint_interval_min`` is the training between checkpoints
+    (elastic: commits), None = auto, the minimum of the expected time-to-train."""
 
     comm: str = "horovod-nccl"
     schedule: str = "auto"
@@ -148,8 +203,22 @@ class ExecutionConfig:
     nccl_version: str = DEFAULT_NCCL_VERSION
     algorithm: str = "auto"
     nccl_protocol: str = "auto"
+    recovery: str = "restart"
+    checkpoint_interval_min: float | None = None
+    restart_min: float | None = None
+    rendezvous_s: float = DEFAULT_RENDEZVOUS_S
+    replace_min: float = DEFAULT_REPLACE_MIN
 
     def __post_init__(self) -> None:
+        check_choice("recovery", self.recovery, RECOVERIES)
+        for what, value, unit, unit_s, zero in (
+            ("checkpoint interval", self.checkpoint_interval_min, "min", MINUTE_S, False),
+            ("restart time", self.restart_min, "min", MINUTE_S, True),
+            ("re-rendezvous time", self.rendezvous_s, "s", 1.0, True),
+            ("node replacement time", self.replace_min, "min", MINUTE_S, True),
+        ):
+            if value is not None:
+                check_duration(what, value, unit, unit_s, zero=zero)
         part = self.partition_mb
         if isinstance(part, bool) or not isinstance(part, numbers.Real) or not 1e-3 <= part <= 1024:
             raise ConfigError(f"partition size must be in 0.001..1024 MiB, got {part!r}")
@@ -185,7 +254,9 @@ class SimulationConfig:
     slowest rank; ``host_contention``: compute slowdown of GPUs sharing a node;
     ``interference``: communication kernels holding SMs); detailed engine: ``stragglers``
     (rank -> compute-time multiplier), seeded log-normal compute ``jitter_sigma``, ``seed``,
-    and ``max_events``, the budget a run is refused over (:mod:`ddlsim.engine.budget`)."""
+    and ``max_events``, the budget a run is refused over (:mod:`ddlsim.engine.budget`).
+    ``mc_draws`` > 0 adds a Monte Carlo of that many whole training runs with failures, seeded
+    by ``mc_seed`` (:mod:`ddlsim.resilience.montecarlo`)."""
 
     engine: str = "fast"
     stragglers: Mapping[int, float] | None = None
@@ -195,11 +266,14 @@ class SimulationConfig:
     interference: bool = True
     seed: int = 0
     max_events: float = DEFAULT_MAX_EVENTS
+    mc_draws: int = 0
+    mc_seed: int = 0
 
     def __post_init__(self) -> None:
-        seed = self.seed
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        for what, seed in (("seed", self.seed), ("Monte Carlo seed", self.mc_seed)):
+            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+                raise ConfigError(f"{what} must be a non-negative integer, got {seed!r}")
+        check_count("Monte Carlo draws", self.mc_draws, MAX_MC_DRAWS)
         if not 0 <= self.jitter_sigma <= MAX_JITTER_SIGMA:
             raise ConfigError(
                 f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {self.jitter_sigma:g}"
@@ -268,6 +342,33 @@ class JobConfig:
     def replace(self, **kwargs: Any) -> JobConfig:
         """A copy with some flat keywords changed (checked again)."""
         return JobConfig.from_kwargs(**{**self.kwargs(), **kwargs})
+
+    def resilience(self) -> ResilienceConfig | None:
+        """The failure model's inputs in SI units (None when ``node_mtbf_hours`` is 0: no
+        failures)."""
+        w, s, e, sim = self.workload, self.system, self.execution, self.simulation
+        if not s.node_mtbf_hours:
+            return None
+        minutes = {
+            k: None if v is None else v * MINUTE_S
+            for k, v in (
+                ("interval_s", e.checkpoint_interval_min),
+                ("restart_s", e.restart_min),
+                ("replace_s", e.replace_min),
+            )
+        }
+        return ResilienceConfig(
+            node_mtbf_s=s.node_mtbf_hours * HOUR_S,
+            recovery=e.recovery,
+            optimizer=w.optimizer,
+            checkpoint_write_Bps=s.checkpoint_write_GBps * 1e9,
+            checkpoint_time_s=s.checkpoint_time_s,
+            checkpoint_bytes=None if w.checkpoint_GB is None else w.checkpoint_GB * 1e9,
+            rendezvous_s=e.rendezvous_s,
+            mc_draws=sim.mc_draws,
+            seed=sim.mc_seed,
+            **minutes,
+        )
 
 
 def defaults() -> dict[str, Any]:

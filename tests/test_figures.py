@@ -163,9 +163,23 @@ def _check_bars(fig: Any, rows: list[dict[str, Any]]) -> None:
     assert max(fig.get_size_inches()) <= 40  # a figure one can open
 
 
-@pytest.mark.parametrize("kind", ["scaling", "efficiency"])
+@pytest.mark.parametrize("kind", ["scaling", "efficiency", "goodput"])
 def test_readme_sweep_lines(readme_rows, kind):
     _check_lines(figure(kind, readme_rows), kind, models=3, series=4)
+
+
+def test_readme_sweep_time_to_train(readme_rows):
+    """Expected time-to-train with failures, each series over its own failure-free line."""
+    fig = figure("time-to-train", readme_rows)
+    assert overlaps(fig) == []
+    assert len(fig.legends) == 1
+    for ax in _panels(fig):
+        lines = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 1]
+        free = [ln for ln in lines if ln.get_zorder() == 1]
+        drawn = [ln for ln in lines if ln.get_zorder() != 1]
+        assert len(free) == len(drawn) == 4
+        for f, d in zip(free, drawn, strict=True):  # never below the failure-free time
+            assert all(y >= x for x, y in zip(f.get_ydata(), d.get_ydata(), strict=True))
 
 
 def test_readme_sweep_breakdown(readme_rows):

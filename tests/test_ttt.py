@@ -73,8 +73,10 @@ def test_cli_json_and_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["inputs"]["epochs"] == 2 and doc["inputs"]["dataset_images"] == 1000
     assert main(argv) == 0
     text = capsys.readouterr().out
-    (line,) = [ln for ln in text.splitlines() if "time to train" in ln]
-    assert "2 epochs x 1,281,167 images" in line
+    (line,) = [ln for ln in text.splitlines() if ln.startswith("  time to train")]
+    assert "2 epochs x 1,281,167 images, no failures" in line
+    (expected,) = [ln for ln in text.splitlines() if ln.startswith("    time to train")]
+    assert "expected (goodput" in expected  # the failures section's
 
 
 @pytest.mark.parametrize(

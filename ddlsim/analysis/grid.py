@@ -60,6 +60,35 @@ def _bool(what: str) -> Callable[[Any], Any]:
     return check
 
 
+def _job_field(name: str, words: dict[str, Any] | None = None) -> Callable[[Any], Any]:
+    """A value of the job's field ``name``, checked as the job checks it
+    (:mod:`ddlsim.config`); ``words`` maps spellings (``none``, ``auto``) to values."""
+
+    def check(value: Any) -> Any:
+        from ddlsim.config import JobConfig
+
+        if isinstance(value, str) and value.strip().lower() in (words or {}):
+            value = (words or {})[value.strip().lower()]
+        try:
+            JobConfig.from_kwargs(**{name: value})
+        except ConfigError as exc:
+            raise ConfigError(f"sweep {name}: {exc}") from None
+        return value
+
+    return check
+
+
+#: the failure model's keywords (:mod:`ddlsim.resilience`), checked as the job checks them
+FAILURE_KEYS = {
+    "node_mtbf_hours": {"none": 0.0},
+    "checkpoint_interval_min": {"auto": None},
+    **dict.fromkeys(
+        ("checkpoint_GB", "checkpoint_write_GBps", "checkpoint_time_s", "restart_min"),
+    ),
+    **dict.fromkeys(("rendezvous_s", "replace_min", "mc_draws", "mc_seed")),
+}
+
+
 def _checkers() -> dict[str, Callable[[Any], Any]]:
     from ddlsim.cluster import catalog
     from ddlsim.cluster.specs import TRANSPORTS
@@ -67,6 +96,7 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
     from ddlsim.config import MAX_CYCLE_TIME_MS
     from ddlsim.engine.simulate import ENGINES
     from ddlsim.horovod import horovod_release
+    from ddlsim.resilience.config import OPTIMIZERS, RECOVERIES
     from ddlsim.schedules import SCHEDULES
     from ddlsim.strategy import ALGORITHMS, COMM_METHODS, DATA_KINDS, NCCL_PROTOCOLS, PRECISIONS
     from ddlsim.workload.profile import MAX_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
@@ -105,6 +135,9 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
         "tf32": _bool("tf32"),
         "ps_colocated": _bool("ps_colocated"),
         "network_calibration": _network_calibration,
+        "optimizer": _names("optimizer", lambda: OPTIMIZERS),
+        "recovery": _names("recovery", lambda: RECOVERIES),
+        **{name: _job_field(name, words) for name, words in FAILURE_KEYS.items()},
     }
 
 

@@ -7,7 +7,14 @@ GPU does (model, GPU, batch, precision, ...; :mod:`ddlsim.analysis.facets`) -- a
   1-GPU rate x GPUs) under one line per series, the series told apart by colour, line style and
   marker, each standing for one input (network, method, ...);
 - ``efficiency``: scaling efficiency (% of linear) against GPUs, the same panels and series;
+- ``goodput``: the failure model's goodput (failure-free time / expected time with failures,
+  %) against GPUs, under a line at 100 % (no failures);
+- ``time-to-train``: the expected time-to-train with failures against GPUs on log axes, over
+  the failure-free time-to-train of each configuration (a broad pale line);
 - ``breakdown``: :mod:`ddlsim.analysis.plot_breakdown`, one stacked bar per configuration.
+
+``goodput`` and ``time-to-train`` draw the configurations with failures (a sweep's rows with
+``node_mtbf_hours`` 0 have no failure columns).
 
 Only rows with ``status`` ``ok`` (or no status column) are drawn. Labels never overprint: a
 figure is laid out so that tick labels, titles and legend entries keep apart at 48
@@ -52,11 +59,15 @@ __all__ = [
     "title",
 ]
 
-KINDS = ("scaling", "efficiency", "breakdown")
+KINDS = ("scaling", "efficiency", "goodput", "time-to-train", "breakdown")
+#: the kinds drawn from the failure model's columns
+FAILURE_KINDS = ("goodput", "time-to-train")
 FORMATS = {".png": "png", ".svg": "svg"}
 REQUIRED = {
     "scaling": ("gpus", "images_per_sec", "single_gpu_images_per_sec"),
     "efficiency": ("gpus", "scaling_efficiency"),
+    "goodput": ("gpus", "goodput"),
+    "time-to-train": ("gpus", "expected_time_to_train_s", "time_to_train_s"),
     "breakdown": (
         "gpus",
         "compute_s",
@@ -92,11 +103,15 @@ def plot_sweep(sweep_path: str | os.PathLike[str], out_path: str, kind: str = "s
             f"sweep file {sweep_path} lacks column(s) {', '.join(missing)} needed by --kind {kind}"
         )
     ok = [r for r in rows if (r.get("status") or "ok") == "ok"]
-    ok = [r for r in ok if all(r.get(c) is not None for c in required)]
-    if not ok:
+    done = [r for r in ok if all(r.get(c) is not None for c in required)]
+    if not done:
+        why = "succeeded"
+        if ok and kind in FAILURE_KINDS:
+            why = "models failures (node_mtbf_hours 0 in every successful one)"
         raise ConfigError(
-            f"sweep file {sweep_path}: none of its {len(rows)} configuration(s) succeeded"
+            f"sweep file {sweep_path}: none of its {len(rows)} configuration(s) {why}"
         )
+    ok = done
     fig = figure(kind, ok)
     atomic_write(out_path, lambda tmp: fig.savefig(tmp, format=fmt_name, dpi=150))
 
@@ -176,11 +191,34 @@ def _lines_figure(kind: str, rows: list[dict[str, Any]], dims: list[str]) -> Any
         ax.grid(True, which="major", alpha=0.3)
     for ax in list(axes.flat)[len(groups) :]:
         ax.remove()
-    what = "Scaling" if kind == "scaling" else "Scaling efficiency"
-    fig.suptitle(title(rows, dims, what))
+    fig.suptitle(title(rows, dims, _WHAT[kind]))
     handles = _legend_handles(styles, kind)
     fig.legend(handles=handles, loc="outside lower center", ncols=min(3, len(handles)))
     return fig
+
+
+#: each line kind's figure title, y column, scale and axis label
+_WHAT = {
+    "scaling": "Scaling",
+    "efficiency": "Scaling efficiency",
+    "goodput": "Goodput with failures",
+    "time-to-train": "Expected time-to-train with failures",
+}
+_Y = {
+    "scaling": ("images_per_sec", 1.0),
+    "efficiency": ("scaling_efficiency", 100.0),
+    "goodput": ("goodput", 100.0),
+    "time-to-train": ("expected_time_to_train_s", 1.0),
+}
+#: time units of the time-to-train axis: the largest that the panel's longest time exceeds twice
+_TIME_UNITS = ((86400.0, "days"), (3600.0, "hours"), (60.0, "minutes"), (1.0, "seconds"))
+#: the reference line of each kind, in the legend
+_REFERENCE = {
+    "scaling": "ideal linear (the panel's 1-GPU rate x GPUs)",
+    "efficiency": "linear scaling",
+    "goodput": "no failures",
+    "time-to-train": "failure-free time-to-train",
+}
 
 
 def _rate(images_per_sec: float) -> str:
@@ -197,11 +235,18 @@ def _draw_panel(ax: Any, kind: str, rows: list[dict[str, Any]], dims: list[str],
     by_series: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in rows:
         by_series.setdefault(series_key(r, dims), []).append(r)
+    y_col, scale = _Y[kind]
+    unit = "images/s"
+    if kind == "time-to-train":
+        longest = max(r[y_col] for r in rows)
+        unit_s, unit = next((u for u in _TIME_UNITS if longest >= 2 * u[0]), _TIME_UNITS[-1])
+        scale = 1 / unit_s
     for key, members in by_series.items():
         members.sort(key=lambda r: r["gpus"])
         c, s, m = styles.of(key)
         x = [r["gpus"] for r in members]
-        y_col, scale = ("images_per_sec", 1.0) if kind == "scaling" else ("scaling_efficiency", 100)
+        if kind == "time-to-train":  # the failure-free time under each series
+            ax.plot(x, [scale * r["time_to_train_s"] for r in members], **IDEAL)
         ax.plot(
             x,
             [scale * r[y_col] for r in members],
@@ -213,21 +258,31 @@ def _draw_panel(ax: Any, kind: str, rows: list[dict[str, Any]], dims: list[str],
             zorder=3,
         )
     gpus = sorted({r["gpus"] for r in rows})
-    if kind == "scaling":
-        for rate in sorted({_sig(r["single_gpu_images_per_sec"]) for r in rows}):
-            ax.plot(gpus, [rate * g for g in gpus], **IDEAL)
-        from matplotlib.ticker import FuncFormatter, LogLocator
-
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-        ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
-        ax.set_ylabel("images/s")
-    else:
+    if kind in ("scaling", "time-to-train"):
+        if kind == "scaling":
+            for rate in sorted({_sig(r["single_gpu_images_per_sec"]) for r in rows}):
+                ax.plot(gpus, [rate * g for g in gpus], **IDEAL)
+        _log_y(ax, unit)
+    elif kind == "efficiency":
         ax.axhline(100, **{**IDEAL, "linewidth": 2.0})
-        top = max(105.0, max(100 * r["scaling_efficiency"] for r in rows) + 5)
-        ax.set_ylim(0, top)
+        ax.set_ylim(0, max(105.0, max(scale * r[y_col] for r in rows) + 5))
         ax.set_ylabel("% of linear")
+    else:  # goodput: from a round number below the lowest, so that a few % stay visible
+        ax.axhline(100, **{**IDEAL, "linewidth": 2.0})
+        low = min(scale * r[y_col] for r in rows)
+        ax.set_ylim(max(0.0, 5 * math.floor((low - 1) / 5)), 100.5)
+        ax.set_ylabel("goodput, %")
+
+
+def _log_y(ax: Any, label: str) -> None:
+    """A log y axis labelled at 1, 2 and 5 of each decade."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
+    ax.set_ylabel(label)
 
 
 def _legend_handles(styles: Styles, kind: str) -> list[Any]:
@@ -256,7 +311,4 @@ def _legend_handles(styles: Styles, kind: str) -> list[Any]:
             )
             for v, i in styles.markers.items()
         ]
-    ideal = (
-        "ideal linear (the panel's 1-GPU rate x GPUs)" if kind == "scaling" else "linear scaling"
-    )
-    return [*handles, Line2D([], [], **{**IDEAL, "zorder": 0}, label=ideal)]
+    return [*handles, Line2D([], [], **{**IDEAL, "zorder": 0}, label=_REFERENCE[kind])]

@@ -1,12 +1,17 @@
 """Parameter sweeps: the cartesian product of :func:`ddlsim.predict` keywords, one row each.
 
-A row is flat (one CSV line): the configuration's resolved inputs (:data:`INPUT_COLUMNS`), then
-the results (:data:`RESULT_COLUMNS`, seconds and images/s), then ``status`` (``ok`` or
-``error``) and ``error`` (the one-line message of a configuration that failed; the inputs of a
-failed row are the requested values, since nothing could be resolved), then what re-runs the
-row (:data:`RECORD_COLUMNS`, :mod:`ddlsim.reproduce`): the rank variability, the calibration
-file and its SHA-256, the ddlsim version and ``config``, the complete keyword arguments of
-:func:`ddlsim.predict` as JSON (``ddlsim.predict(**reproduce.decode(json.loads(config)))``).
+A row is flat (one CSV line): the configuration's resolved inputs (:data:`INPUT_COLUMNS`, the
+failure model's among them), then the results (:data:`RESULT_COLUMNS`, seconds and images/s;
+``time_to_train_s`` the failure-free one), then the failure model's
+(:data:`RESILIENCE_COLUMNS`: expected failures, the checkpoint interval used, the expected
+seconds of checkpoints, lost work, recovery and training on fewer nodes, the goodput and the
+expected time-to-train with failures; empty where ``node_mtbf_hours`` is 0), then ``status``
+(``ok`` or ``error``) and ``error`` (the one-line message of a configuration that failed; the
+inputs of a failed row are the requested values, since nothing could be resolved), then what
+re-runs the row (:data:`RECORD_COLUMNS`, :mod:`ddlsim.reproduce`): the rank variability, the
+calibration file and its SHA-256, the ddlsim version and ``config``, the complete keyword
+arguments of :func:`ddlsim.predict` as JSON
+(``ddlsim.predict(**reproduce.decode(json.loads(config)))``).
 ``ddlsim plot`` reads this schema. :func:`evaluate` is a pure top-level function of one
 configuration, so that a distributed runner can map it over a grid; :func:`run_grid` is the
 serial runner.
@@ -30,6 +35,19 @@ from ddlsim.errors import ConfigError, DdlsimError, shown
 from ddlsim.extras import require
 from ddlsim.workload.ttt import MAX_DATASET_IMAGES
 
+#: the failure model's inputs (:mod:`ddlsim.config`), as the job's keywords name them
+FAILURE_INPUT_COLUMNS = (
+    "optimizer",
+    "checkpoint_GB",
+    "node_mtbf_hours",
+    "checkpoint_write_GBps",
+    "checkpoint_time_s",
+    "recovery",
+    "checkpoint_interval_min",
+    "restart_min",
+    "rendezvous_s",
+    "replace_min",
+)
 #: resolved inputs, flattened, in column order
 INPUT_COLUMNS = (
     "model",
@@ -58,6 +76,7 @@ INPUT_COLUMNS = (
     "engine",
     "epochs",
     "dataset_images",
+    *FAILURE_INPUT_COLUMNS,
 )
 BREAKDOWN_COLUMNS = (
     "compute_s",
@@ -74,6 +93,17 @@ RESULT_COLUMNS = (
     "time_to_train_s",
     *BREAKDOWN_COLUMNS,
 )
+#: the failure model's results (:class:`ddlsim.resilience.ResilienceResult`), seconds
+RESILIENCE_COLUMNS = (
+    "expected_failures",
+    "checkpoint_interval_s",
+    "checkpoint_s",
+    "lost_s",
+    "recovery_s",
+    "degraded_s",
+    "goodput",
+    "expected_time_to_train_s",
+)
 STATUS_COLUMNS = ("status", "error")
 RECORD_COLUMNS = (
     "rank_sigma",
@@ -82,7 +112,13 @@ RECORD_COLUMNS = (
     "ddlsim_version",
     "config",
 )
-COLUMNS = (*INPUT_COLUMNS, *RESULT_COLUMNS, *STATUS_COLUMNS, *RECORD_COLUMNS)
+COLUMNS = (
+    *INPUT_COLUMNS,
+    *RESULT_COLUMNS,
+    *RESILIENCE_COLUMNS,
+    *STATUS_COLUMNS,
+    *RECORD_COLUMNS,
+)
 
 #: most configurations a grid may have unless raised (``ddlsim sweep --max-configs``)
 MAX_CONFIGS = 100_000
@@ -130,6 +166,8 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
         time_to_train_s=p.time_to_train_s,
     )
     row.update({k: float(p.breakdown[k]) for k in BREAKDOWN_COLUMNS})
+    row.update({c: i["predict_kwargs"].get(c) for c in FAILURE_INPUT_COLUMNS})
+    row.update(resilience_columns(p.resilience))
     row.update(status="ok", error="")
     source = i.get("calibration_source") or {}
     row.update(
@@ -140,6 +178,24 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
         config=json.dumps(i["predict_kwargs"]),
     )
     return row
+
+
+def resilience_columns(result: Any) -> dict[str, float | None]:
+    """The :data:`RESILIENCE_COLUMNS` of a :class:`ddlsim.resilience.ResilienceResult` (all
+    None without one: no failures); an infinite expectation is None (an empty cell)."""
+    if result is None:
+        return dict.fromkeys(RESILIENCE_COLUMNS)
+    e = result.to_dict()["expected"]
+    return {
+        "expected_failures": e["failures"],
+        "checkpoint_interval_s": result.costs.interval_s,
+        "checkpoint_s": e["checkpoint_s"],
+        "lost_s": e["lost_s"],
+        "recovery_s": e["recovery_s"],
+        "degraded_s": e["degraded_s"],
+        "goodput": e["goodput"],
+        "expected_time_to_train_s": e["time_to_train_s"],
+    }
 
 
 def _defaults() -> dict[str, Any]:
@@ -256,10 +312,13 @@ COUNT_COLUMNS = frozenset(
 )
 POSITIVE_COLUMNS = frozenset(
     {"epochs", "images_per_sec", "iteration_time_s", "single_gpu_images_per_sec"}
-    | {"time_to_train_s"}
+    | {"time_to_train_s", "expected_time_to_train_s", "checkpoint_interval_s"}
+    | {"checkpoint_GB", "checkpoint_write_GBps", "checkpoint_time_s", "checkpoint_interval_min"}
 )
 NON_NEGATIVE_COLUMNS = frozenset(
     {"fusion_threshold_mb", "cycle_time_ms", "scaling_efficiency", *BREAKDOWN_COLUMNS}
+    | {"node_mtbf_hours", "restart_min", "rendezvous_s", "replace_min"}
+    | {"expected_failures", "checkpoint_s", "lost_s", "recovery_s", "degraded_s", "goodput"}
 )
 NUMERIC_COLUMNS = COUNT_COLUMNS | POSITIVE_COLUMNS | NON_NEGATIVE_COLUMNS
 

@@ -1,4 +1,5 @@
-"""A Chrome-trace / Perfetto JSON timeline of the simulated steady-state iteration.
+"""A Chrome-trace / Perfetto JSON timeline of the simulated steady-state iteration (or, with
+:func:`build_failure_trace`, of a whole training run with a failure).
 
 :func:`build_trace` simulates one configuration, keeps the last ``iterations`` measured
 iterations of the traced workers and turns every span into a complete event (``ph: "X"``,
@@ -87,6 +88,30 @@ def build_trace(
     sim = setup.simulate(options)
     inputs = api.describe(job, setup, options)
     return trace_from_sim(sim, setup, inputs, iterations=iterations, workers=traced)
+
+
+def build_failure_trace(config: dict[str, Any]) -> dict[str, Any]:
+    """Predict ``config`` (keyword arguments of :func:`ddlsim.predict`) and return the trace of
+    one whole training run in which node 0 fails halfway through
+    (:func:`ddlsim.resilience.timeline.failure_timeline`; the other failures drawn with
+    ``mc_seed``), its ``metadata.inputs`` recording what re-runs it."""
+    from ddlsim import api
+    from ddlsim.resilience.timeline import failure_timeline
+
+    prediction = api.predict(**config)
+    result = prediction.resilience
+    if result is None:
+        raise ConfigError(
+            "a failure timeline needs failures: the node MTBF is 0 (no failures); give "
+            "--node-mtbf-hours H"
+        )
+    trace = failure_timeline(result, seed=result.config.seed)
+    trace["metadata"] = {
+        "generator": "ddlsim timeline --failure",
+        "inputs": prediction.inputs,
+        **trace["metadata"],
+    }
+    return trace
 
 
 def _check_trace_size(workers: int, iterations: int, per_iteration: int) -> None:

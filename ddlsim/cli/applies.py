@@ -70,6 +70,40 @@ def _comm_in(*methods: str) -> Callable[[Config], bool]:
     return lambda c: c.get("comm") in methods
 
 
+def _fails(c: Config) -> bool:
+    """Whether nodes fail (``node_mtbf_hours`` not 0): the failure model applies."""
+    return c.get("node_mtbf_hours") != 0
+
+
+def _recovering(recovery: str) -> Callable[[Config], bool]:
+    return lambda c: _fails(c) and c.get("recovery") == recovery
+
+
+#: the failure model's flags: (keyword, flag, applies, scope, context)
+_FAILURE_RULES = (
+    ("optimizer", "--optimizer", lambda c: _fails(c) and c.get("checkpoint_GB") is None,
+     "it sets the checkpoint's size, with failures, unless --checkpoint-GB gives it",
+     ("node_mtbf_hours", "checkpoint_GB")),
+    ("checkpoint_GB", "--checkpoint-GB", _fails, "it applies with failures", ("node_mtbf_hours",)),
+    ("recovery", "--recovery", _fails, "it applies with failures", ("node_mtbf_hours",)),
+    ("checkpoint_interval_min", "--checkpoint-interval-min", _fails, "it applies with failures",
+     ("node_mtbf_hours",)),
+    ("checkpoint_write_GBps", "--checkpoint-write-GBps", _recovering("restart"),
+     "it applies to --recovery restart with failures", ("node_mtbf_hours", "recovery")),
+    ("checkpoint_time_s", "--checkpoint-time-s", _recovering("restart"),
+     "it applies to --recovery restart with failures", ("node_mtbf_hours", "recovery")),
+    ("restart_min", "--restart-min", _recovering("restart"),
+     "it applies to --recovery restart with failures", ("node_mtbf_hours", "recovery")),
+    ("rendezvous_s", "--rendezvous-s", _recovering("elastic"),
+     "it applies to --recovery elastic with failures", ("node_mtbf_hours", "recovery")),
+    ("replace_min", "--replace-min", _recovering("elastic"),
+     "it applies to --recovery elastic with failures", ("node_mtbf_hours", "recovery")),
+    ("mc_draws", "--mc-draws", _fails, "the Monte Carlo draws failures", ("node_mtbf_hours",)),
+    ("mc_seed", "--mc-seed", lambda c: _fails(c) and bool(c.get("mc_draws")),
+     "it seeds the Monte Carlo of failures", ("node_mtbf_hours", "mc_draws")),
+)  # fmt: skip
+
+
 RULES = (
     Rule(
         "nics_per_node",
@@ -214,12 +248,15 @@ RULES = (
         "it bounds the detailed engine",
         ("engine",),
     ),
+    *(Rule(*rule) for rule in _FAILURE_RULES),
 )
 
 
 def _flag_value(keyword: str, value: Any) -> str:
     if isinstance(value, bool):
         return "on" if value else "off"
+    if isinstance(value, float):
+        return f"{value:g}"
     return "default" if value is None else str(value)
 
 

@@ -14,6 +14,7 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ddlsim.atomic import check_existing_folder, check_output
 from ddlsim.errors import ConfigError, shown
@@ -57,6 +58,32 @@ def positive_number(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a number > 0, got {text}")
     return value
+
+
+def non_negative_number(text: str) -> float:
+    """A finite number >= 0."""
+    value = number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {text}")
+    return value
+
+
+def number_or(word: str, meaning: float | None, what: str = "a number") -> Callable[[str], Any]:
+    """A finite number, or ``word`` (any case), which stands for ``meaning``: ``none`` for a
+    node MTBF of 0 (no failures), ``auto`` for an interval left to ddlsim (None)."""
+
+    def parse(text: str) -> float | None:
+        if text.strip().lower() == word:
+            return meaning
+        try:
+            return number(text)
+        except argparse.ArgumentTypeError:
+            raise argparse.ArgumentTypeError(
+                f"expected {what} or {word}, got {shown(text)}"
+            ) from None
+
+    parse.__name__ = f"number or {word}"
+    return parse
 
 
 #: a Dask scheduler address: ``[tcp|tls|ws|wss://]host:port`` (an IPv6 host in brackets)

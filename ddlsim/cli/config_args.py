@@ -5,7 +5,8 @@ and simulation. The names a flag accepts (models, GPUs, links, networks) are lis
 and the catalogs themselves, so the help never goes stale. :func:`predict_kwargs` turns the
 parsed flags into the keyword arguments of :func:`ddlsim.predict`; the names differ only where
 a flag switches a default off (``--no-tf32`` -> ``tf32=False``) or names its unit
-(``--host-input-rate`` -> ``host_input_images_per_s``).
+(``--host-input-rate`` -> ``host_input_images_per_s``). The failure model's flags
+(:mod:`ddlsim.cli.failure_args`) are in the same groups.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ddlsim.cli import failure_args
 from ddlsim.cli.args import integer, number
 from ddlsim.cluster import catalog
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
@@ -31,6 +33,7 @@ from ddlsim.strategy import (
     PRECISIONS,
 )
 from ddlsim.units import MiB
+from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES
 from ddlsim.workload.zoo import MODEL_NAMES
 
 
@@ -117,6 +120,19 @@ def _add_workload(g: argparse._ArgumentGroup) -> None:
         metavar="IMG_PER_S",
         help="scale the compute calibration so that 1 GPU runs at this many images/s",
     )
+    g.add_argument(
+        "--epochs",
+        type=number,
+        default=DEFAULT_EPOCHS,
+        help=f"epochs of the time-to-train figure (default: {DEFAULT_EPOCHS})",
+    )
+    g.add_argument(
+        "--dataset-images",
+        type=integer,
+        default=IMAGENET_1K_TRAIN_IMAGES,
+        help=f"images per epoch (default: ImageNet-1k, {IMAGENET_1K_TRAIN_IMAGES:,})",
+    )
+    failure_args.add_workload(g)
 
 
 def _add_system(g: argparse._ArgumentGroup) -> None:
@@ -170,6 +186,7 @@ def _add_system(g: argparse._ArgumentGroup) -> None:
         help="real data: images/s one node's host CPUs decode (default: the reference "
         "server's hardware threads x 100)",
     )
+    failure_args.add_system(g)
 
 
 def _add_execution(g: argparse._ArgumentGroup) -> None:
@@ -273,6 +290,7 @@ def _add_execution(g: argparse._ArgumentGroup) -> None:
         choices=NCCL_PROTOCOLS,
         help="NCCL_PROTO: auto (default), LL, LL128 (2.5+, Volta+) or Simple",
     )
+    failure_args.add_execution(g)
 
 
 def _add_simulation(g: argparse._ArgumentGroup) -> None:
@@ -318,6 +336,7 @@ def _add_simulation(g: argparse._ArgumentGroup) -> None:
         f"event or executor step 1,600; default: {DEFAULT_MAX_EVENTS:.0e}, about half a minute "
         "on 2 cores) or at more than 80%% of the available memory",
     )
+    failure_args.add_simulation(g)
 
 
 def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -335,6 +354,9 @@ def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "data": args.data,
         "calibration": args.calibration,
         "single_gpu_throughput": args.single_gpu_throughput,
+        "epochs": args.epochs,
+        "dataset_images": args.dataset_images,
+        **failure_args.failure_kwargs(args, "workload"),
         # system
         "gpus": args.gpus,
         "gpu": args.gpu,
@@ -345,6 +367,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "nics_per_node": args.nics_per_node,
         "host_input_images_per_s": args.host_input_rate,
         "network_calibration": args.network_calibration,
+        **failure_args.failure_kwargs(args, "system"),
         # execution
         "comm": args.comm,
         "schedule": args.schedule,
@@ -363,6 +386,7 @@ def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "nccl_version": args.nccl_version,
         "algorithm": args.algorithm,
         "nccl_protocol": args.nccl_protocol,
+        **failure_args.failure_kwargs(args, "execution"),
         # simulation
         "engine": args.engine,
         "rank_sigma": args.rank_sigma,
@@ -372,4 +396,5 @@ def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "jitter_sigma": args.jitter,
         "seed": args.seed,
         "max_events": args.max_events,
+        **failure_args.failure_kwargs(args, "simulation"),
     }

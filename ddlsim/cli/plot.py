@@ -1,4 +1,5 @@
-"""``ddlsim plot``: figures of a sweep file (scaling curves, efficiency, time breakdown)."""
+"""``ddlsim plot``: figures of a sweep file (scaling curves, efficiency, goodput and
+time-to-train with failures, time breakdown)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``plot`` sub-command."""
     p = sub.add_parser(
         "plot",
-        help="plot a sweep file: scaling, efficiency or breakdown",
+        help="plot a sweep file: scaling, efficiency, goodput, time-to-train or breakdown",
         description="Draw a figure from a sweep file (CSV or Parquet, one row per "
         "configuration, as ddlsim sweep writes it): throughput against GPUs with the "
-        "ideal-linear line, scaling efficiency, or stacked per-iteration time breakdowns. "
+        "ideal-linear line, scaling efficiency, the goodput or the expected time-to-train with "
+        "failures (over the failure-free one), or stacked per-iteration time breakdowns. "
         "Failed rows are skipped.",
     )
     p.add_argument(

@@ -12,17 +12,14 @@ import json
 import sys
 
 from ddlsim.cli.applies import warn_inapplicable
-from ddlsim.cli.args import integer, number
 from ddlsim.cli.config_args import add_config_arguments, predict_kwargs
 from ddlsim.cli.report import format_prediction
 from ddlsim.errors import ConfigError
-from ddlsim.resilience import cli as resilience_cli
-from ddlsim.resilience.report import format_resilience
-from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES
 
 DESCRIPTION = (
     "Simulate one data-parallel training configuration and report images/s, iteration time, "
-    "scaling efficiency against 1 GPU and where the time goes."
+    "scaling efficiency against 1 GPU, where the time goes, and the time-to-train without and "
+    "with failures (checkpoints, restarts or elastic recovery)."
 )
 
 
@@ -40,19 +37,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The flags of ``ddlsim predict``."""
     add_config_arguments(p)
-    resilience_cli.add_arguments(p)
-    p.add_argument(
-        "--epochs",
-        type=number,
-        default=DEFAULT_EPOCHS,
-        help=f"epochs of the time-to-train figure (default: {DEFAULT_EPOCHS})",
-    )
-    p.add_argument(
-        "--dataset-images",
-        type=integer,
-        default=IMAGENET_1K_TRAIN_IMAGES,
-        help=f"images per epoch (default: ImageNet-1k, {IMAGENET_1K_TRAIN_IMAGES:,})",
-    )
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument(
         "--from-json",
@@ -73,19 +57,13 @@ def run(args: argparse.Namespace) -> int:
         result = rerun(args.from_json)
     else:
         kwargs = predict_kwargs(args)
-        result = predict(**kwargs, epochs=args.epochs, dataset_images=args.dataset_images)
+        result = predict(**kwargs)
         warn_inapplicable(kwargs)  # once the configuration is known to be valid
-    failures = resilience_cli.analyse_args(args, result)
     if args.json:
-        doc = result.to_dict()
-        if failures is not None:
-            doc["resilience"] = failures.to_dict()
-        json.dump(doc, sys.stdout, indent=2, default=str)
+        json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(format_prediction(result))
-        if failures is not None:
-            sys.stdout.write(format_resilience(failures))
     return 0
 
 
@@ -95,7 +73,7 @@ def _only_from_json(args: argparse.Namespace) -> None:
     add_arguments(parser)
     defaults = vars(parser.parse_args([]))
     for key, value in vars(args).items():
-        exempt = ("from_json", "json", "func", "command", *resilience_cli.DESTS)
+        exempt = ("from_json", "json", "func", "command")
         if key not in exempt and value != defaults.get(key):
             raise ConfigError(
                 f"--from-json takes the whole configuration from {args.from_json}; drop "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ddlsim.api import Prediction
+from ddlsim.cli.report_failures import failure_lines
 from ddlsim.resolve import HOST_DECODE_IMAGES_PER_S_PER_THREAD
 from ddlsim.track_record import format_absolute_line, format_line
 from ddlsim.workload.ttt import format_duration
@@ -140,7 +141,7 @@ def format_prediction(p: Prediction) -> str:
         f"  scaling efficiency  {100 * p.scaling_efficiency:11.1f} %   "
         f"(1 GPU: {p.single_gpu_images_per_sec:.1f} images/s)",
         f"  time to train       {format_duration(p.time_to_train_s):>12}   "
-        f"({i['epochs']:g} epochs x {i['dataset_images']:,} images)",
+        f"({i['epochs']:g} epochs x {i['dataset_images']:,} images, no failures)",
         "",
         "  where the iteration goes",
         f"    compute                     {_ms(b['compute_s'])}  "
@@ -162,6 +163,7 @@ def format_prediction(p: Prediction) -> str:
             f"    input pipeline stall        {_ms(b['input_stall_s'])}  "
             f"{100 * b['input_stall_s'] / it:5.1f} %"
         )
+    lines += failure_lines(p.resilience)
     n_ops = len(p.comm_ops)
     total_bytes = sum(op["nbytes"] for op in p.comm_ops)
     lines += [

@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from ddlsim.cli.args import int_at_least, output_file, scheduler_address
+from ddlsim.cli.failure_args import minutes_or_auto, mtbf_hours
 
 #: (flag, predict() keyword, argparse type)
 _PARAMS = (
@@ -43,6 +44,18 @@ _PARAMS = (
     ("--network-calibration", "network_calibration", str),
     ("--epochs", "epochs", float),
     ("--dataset-images", "dataset_images", int),
+    ("--optimizer", "optimizer", str),
+    ("--checkpoint-GB", "checkpoint_GB", float),
+    ("--node-mtbf-hours", "node_mtbf_hours", mtbf_hours),
+    ("--checkpoint-write-GBps", "checkpoint_write_GBps", float),
+    ("--checkpoint-time-s", "checkpoint_time_s", float),
+    ("--recovery", "recovery", str),
+    ("--checkpoint-interval-min", "checkpoint_interval_min", minutes_or_auto),
+    ("--restart-min", "restart_min", float),
+    ("--rendezvous-s", "rendezvous_s", float),
+    ("--replace-min", "replace_min", float),
+    ("--mc-draws", "mc_draws", int),
+    ("--mc-seed", "mc_seed", int),
 )
 _BOOLEAN_HELP = "true or false (predict's flag of the same name)"
 

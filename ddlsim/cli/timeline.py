@@ -1,7 +1,9 @@
-"""``ddlsim timeline``: a Chrome-trace / Perfetto JSON of the simulated steady-state iteration.
+"""``ddlsim timeline``: a Chrome-trace / Perfetto JSON of the simulated steady-state iteration,
+or (``--failure``) of a whole training run in which a node fails.
 
 Open the file in https://ui.perfetto.dev or ``chrome://tracing``. Takes every ``ddlsim predict``
-configuration flag; see :mod:`ddlsim.analysis.timeline` for what the trace holds.
+configuration flag; see :mod:`ddlsim.analysis.timeline` and :mod:`ddlsim.resilience.timeline`
+for what the traces hold.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Simulate one configuration and write the last measured iteration(s) as a "
         "Chrome trace / Perfetto JSON: a track per worker stream (compute, communication "
         "channels, Horovod coordinator, input), per-layer forward/backward, fused collectives "
-        "with their tensors and bytes, and the compute stream's waits.",
+        "with their tensors and bytes, and the compute stream's waits. With --failure: the "
+        "whole training run instead, in which node 0 fails halfway through.",
     )
     add_config_arguments(p)
     p.add_argument(
@@ -64,6 +67,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="ranks to trace, e.g. 0,1,5 or 0-3 (default: all with --engine detailed, "
         "the representative worker 0 with the fast engine)",
     )
+    p.add_argument(
+        "--failure",
+        action="store_true",
+        help="trace the whole training run with failures instead, node 0 failing halfway "
+        "through (training, checkpoints or commits, the work lost, the restart or "
+        "re-rendezvous, the node's absence and admission; other failures drawn with "
+        "--mc-seed): the failure model's --recovery, --node-mtbf-hours, ... apply",
+    )
     p.set_defaults(func=run)
 
 
@@ -73,8 +84,11 @@ def run(args: argparse.Namespace) -> int:
     from ddlsim.cli.applies import warn_inapplicable
 
     kwargs = predict_kwargs(args)
+    if args.failure:
+        return _failure(args, kwargs)
     trace = build_trace(kwargs, iterations=args.iterations, workers=args.workers)
     warn_inapplicable(kwargs)
+    _warn_failure_flags(kwargs)
     write_trace(trace, args.output)
     if args.output != "-":
         meta = trace["metadata"]
@@ -83,6 +97,46 @@ def run(args: argparse.Namespace) -> int:
             f"wrote {args.output}: {len(trace['traceEvents']):,} events, "
             f"{_span(its, 'iteration')} of {_span(workers, 'worker')} "
             f"({meta['engine']} engine); open it in https://ui.perfetto.dev",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _warn_failure_flags(kwargs: dict) -> None:
+    """One warning per failure-model flag given without ``--failure`` (the iteration's trace
+    does not depend on it)."""
+    from ddlsim.cli.failure_args import FIELDS
+    from ddlsim.config import defaults
+
+    default = defaults()
+    for name in (n for group in FIELDS.values() for n in group):
+        if kwargs[name] != default[name]:
+            flag = "--" + name.replace("_", "-")
+            print(
+                f"ddlsim: warning: {flag} has no effect without --failure (the iteration's "
+                "trace); ignored",
+                file=sys.stderr,
+            )
+
+
+def _failure(args: argparse.Namespace, kwargs: dict) -> int:
+    """``timeline --failure``: the failure course trace of the configuration."""
+    from ddlsim.analysis.timeline import build_failure_trace, write_trace
+    from ddlsim.cli.applies import warn_inapplicable
+
+    trace = build_failure_trace(kwargs)
+    warn_inapplicable(kwargs)
+    for flag, given in (("--iterations", args.iterations != 1), ("--workers", args.workers)):
+        if given:
+            print(f"ddlsim: warning: {flag} has no effect with --failure; ignored", file=sys.stderr)
+    write_trace(trace, args.output)
+    if args.output != "-":
+        meta = trace["metadata"]
+        print(
+            f"wrote {args.output}: {len(trace['traceEvents']):,} events, one "
+            f"{meta['resilience']['recovery']} run of {meta['nodes']:,} node(s) with "
+            f"{meta['failures']} failure(s) (seed {meta['seed']}); open it in "
+            "https://ui.perfetto.dev",
             file=sys.stderr,
         )
     return 0

@@ -153,7 +153,11 @@ def analyse(job: Job, config: ResilienceConfig) -> ResilienceResult:
 
 def job_from_prediction(prediction: Any, optimizer: str = "momentum") -> Job:
     """The :class:`Job` of a :class:`ddlsim.api.Prediction`: its failure-free time-to-train,
-    nodes, iteration time, and the state of its model at its precision with ``optimizer``."""
+    nodes, iteration time, and the state of its model at its precision with ``optimizer``.
+
+    An elastic commit copies the state to host memory over the GPU's host link; a CPU worker
+    (host link ``none``) copies it within its memory, reading and writing each byte: at half
+    the memory bandwidth."""
     from ddlsim.cluster import catalog
 
     i = prediction.inputs
@@ -162,14 +166,17 @@ def job_from_prediction(prediction: Any, optimizer: str = "momentum") -> Job:
     network = None
     if nodes > 1 and nic_Gbps:
         network = nic_Gbps * (i.get("nics_per_node") or 1) * 1e9 / 8
+    device = catalog.device(i["gpu"])
+    host_GBps = i.get("host_bandwidth_GBps")
+    host_Bps = device.mem_bandwidth_Bps / 2 if host_GBps is None else host_GBps * 1e9
     state = checkpoint_bytes(i["model"], i["precision"], optimizer)
     return Job(
         work_s=prediction.time_to_train_s,
         nodes=nodes,
         iteration_time_s=prediction.iteration_time_s,
         state_bytes=state,
-        gpu_memory_bytes=catalog.device(i["gpu"]).memory_bytes,
-        host_Bps=i["host_bandwidth_GBps"] * 1e9,
+        gpu_memory_bytes=device.memory_bytes,
+        host_Bps=host_Bps,
         network_Bps=network,
         label=OPTIMIZER_STATE_WORDS[optimizer],
     )

@@ -1,7 +1,14 @@
 """Inputs of the failure model: what fails how often, what a checkpoint costs, how a job recovers.
 
 Every default below is either derived from a published measurement (the derivation is spelled
-out) or an assumption, named as such; each one is a flag of ``ddlsim predict``.
+out) or an assumption, named as such. Each input is a field of the job
+(:mod:`ddlsim.config`), in the unit its name says, and so a keyword of :func:`ddlsim.predict`
+and a flag of ``ddlsim predict``: the workload's ``optimizer`` and ``checkpoint_GB``, the
+system's ``node_mtbf_hours``, ``checkpoint_write_GBps`` and ``checkpoint_time_s``, the
+execution's ``recovery``, ``checkpoint_interval_min``, ``restart_min``, ``rendezvous_s`` and
+``replace_min``, the simulation's ``mc_draws`` and ``mc_seed``. The checks of those fields
+(:func:`check_choice`, :func:`check_positive`, :func:`check_duration`, :func:`check_count`)
+are here; :class:`ResilienceConfig` is the same inputs in SI units, as the model takes them.
 
 Node MTBF (default :data:`DEFAULT_NODE_MTBF_S`)
     Meta's Llama 3 report (Llama Team, "The Llama 3 Herd of Models", 2024, section 3.3.4)
@@ -55,14 +62,27 @@ LLAMA3_DAYS = 54
 LLAMA3_NODES = 2048
 #: the job's MTBF times its node count, in seconds (6,335 h)
 DEFAULT_NODE_MTBF_S = LLAMA3_DAYS * 24 * HOUR_S * LLAMA3_NODES / LLAMA3_INTERRUPTIONS
+DEFAULT_NODE_MTBF_HOURS = DEFAULT_NODE_MTBF_S / HOUR_S
+#: accepted node MTBFs, hours, besides 0 (no failures): from 3.6 s (a node that fails more
+#: often completes no iteration) to 1e9 h (failures never matter)
+MIN_NODE_MTBF_HOURS = 1e-3
+MAX_NODE_MTBF_HOURS = 1e9
 #: Kokolis et al. (2024): ~8 h MTTF of 1,024-GPU (128-node) jobs -> 1,024 h per node
 KOKOLIS_NODE_MTBF_S = 8 * HOUR_S * 128
 #: Llama 3's checkpoint store: 2 TB/s sustained over 2,048 nodes, rounded to 1 GB/s per node
 DEFAULT_CHECKPOINT_WRITE_BPS = 1e9
+DEFAULT_CHECKPOINT_WRITE_GBPS = DEFAULT_CHECKPOINT_WRITE_BPS / 1e9
+#: accepted checkpoint write bandwidths per node, GB/s: 1 kB/s to 1 PB/s
+MIN_CHECKPOINT_WRITE_GBPS = 1e-6
+MAX_CHECKPOINT_WRITE_GBPS = 1e6
+#: smallest accepted checkpoint size given, GB (one byte)
+MIN_CHECKPOINT_GB = 1e-9
 #: assumption: detection + requeue on a spare node + start + rendezvous + warm-up
 DEFAULT_RESTART_S = 10 * MINUTE_S
 #: assumption: Horovod Elastic's detection + re-rendezvous + NCCL re-initialisation
 DEFAULT_RENDEZVOUS_S = 1 * MINUTE_S
+#: a failed node's replacement arrives after the restart's relaunch (minutes)
+DEFAULT_REPLACE_MIN = DEFAULT_RESTART_S / MINUTE_S
 #: Monte Carlo draws and time bounds beyond which an input is certainly a mistake
 MAX_MC_DRAWS = 10_000_000
 MAX_TIME_S = 100 * 365 * 24 * HOUR_S
@@ -75,14 +95,64 @@ def _real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _shown(value: object) -> str:
+    return f"{value:g}" if _real(value) else repr(value)
+
+
 def check_positive(what: str, value: object, unit: str, *, zero: bool = False) -> None:
     """Raise :class:`ConfigError` unless ``value`` is a finite number > 0 (>= 0 with ``zero``);
     the one-line message names ``what``, the value and the unit."""
     ok = _real(value) and math.isfinite(value)  # type: ignore[arg-type]
     bound = "a finite number >= 0" if zero else "a finite number > 0"
     if not ok or value < 0 or (value == 0 and not zero):  # type: ignore[operator]
-        shown = f"{value:g}" if _real(value) else repr(value)
-        raise ConfigError(f"{what} must be {bound} {unit}, got {shown}")
+        raise ConfigError(f"{what} must be {bound} {unit}, got {_shown(value)}")
+
+
+def check_range(what: str, value: object, low: float, high: float, unit: str) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is a number in ``low..high`` ``unit``."""
+    if not (_real(value) and math.isfinite(value) and low <= value <= high):  # type: ignore
+        raise ConfigError(
+            f"{what} must be a number in {low:g}..{high:g} {unit}, got {_shown(value)}"
+        )
+
+
+def check_duration(
+    what: str, value: object, unit: str, unit_s: float, *, zero: bool = False
+) -> None:
+    """A duration in ``unit`` (``unit_s`` seconds each): finite, > 0 (>= 0 with ``zero``) and at
+    most :data:`MAX_TIME_S` (100 years)."""
+    check_positive(what, value, unit, zero=zero)
+    if value * unit_s > MAX_TIME_S:  # type: ignore[operator]
+        raise ConfigError(
+            f"{what} must be at most 100 years ({MAX_TIME_S / unit_s:g} {unit}), got {value:g}"
+        )
+
+
+def check_choice(what: str, value: object, choices: tuple[str, ...]) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ConfigError(f"{what} must be one of {', '.join(choices)}, got {value!r}")
+
+
+def check_count(what: str, value: object, high: int) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is an integer in ``0..high``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= value <= high:
+        raise ConfigError(f"{what} must be an integer in 0..{high:,}, got {value!r}")
+
+
+def check_node_mtbf_hours(value: object) -> None:
+    """0 (no failures), or a number of hours in ``MIN_NODE_MTBF_HOURS..MAX_NODE_MTBF_HOURS``."""
+    if value == 0 and _real(value):
+        return
+    if not (_real(value) and math.isfinite(value)):  # type: ignore[arg-type]
+        ok = False
+    else:
+        ok = MIN_NODE_MTBF_HOURS <= value <= MAX_NODE_MTBF_HOURS  # type: ignore[operator]
+    if not ok:
+        raise ConfigError(
+            f"node MTBF must be 0 (no failures) or a number of hours in "
+            f"{MIN_NODE_MTBF_HOURS:g}..{MAX_NODE_MTBF_HOURS:g}, got {_shown(value)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -95,7 +165,7 @@ class ResilienceConfig:
     two checkpoints (``restart``) or two ``state.commit()`` calls (``elastic``); None = ``auto``,
     the minimum of the expected time-to-train. ``restart_s`` is a measured restart, load
     included; None = :data:`DEFAULT_RESTART_S` + the checkpoint load. ``replace_s`` is how long
-    an elastic job runs without the failed node (None = :data:`DEFAULT_RESTART_S`).
+    an elastic job runs without the failed node (default, and None: :data:`DEFAULT_RESTART_S`).
     ``mc_draws`` > 0 adds a Monte Carlo of that many runs, seeded by ``seed``.
     """
 
@@ -108,51 +178,28 @@ class ResilienceConfig:
     interval_s: float | None = None
     restart_s: float | None = None
     rendezvous_s: float = DEFAULT_RENDEZVOUS_S
-    replace_s: float | None = None
+    replace_s: float | None = DEFAULT_RESTART_S
     mc_draws: int = 0
     seed: int = 0
 
     def __post_init__(self) -> None:
         if self.node_mtbf_s is not None:
             check_positive("node MTBF", self.node_mtbf_s, "s (None: no failures)")
-        if self.recovery not in RECOVERIES:
-            raise ConfigError(
-                f"recovery must be one of {', '.join(RECOVERIES)}, got {self.recovery!r}"
-            )
-        if self.optimizer not in OPTIMIZERS:
-            raise ConfigError(
-                f"optimizer must be one of {', '.join(OPTIMIZERS)}, got {self.optimizer!r}"
-            )
+        check_choice("recovery", self.recovery, RECOVERIES)
+        check_choice("optimizer", self.optimizer, OPTIMIZERS)
         check_positive("checkpoint write bandwidth", self.checkpoint_write_Bps, "B/s")
-        if self.checkpoint_time_s is not None:
-            check_positive("checkpoint time", self.checkpoint_time_s, "s")
         if self.checkpoint_bytes is not None:
             check_positive("checkpoint size", self.checkpoint_bytes, "bytes")
-        if self.interval_s is not None:
-            check_positive("checkpoint interval", self.interval_s, "s (None: auto)")
-        if self.restart_s is not None:
-            check_positive("restart time", self.restart_s, "s", zero=True)
-        check_positive("re-rendezvous time", self.rendezvous_s, "s", zero=True)
-        if self.replace_s is not None:
-            check_positive("node replacement time", self.replace_s, "s", zero=True)
-        for what, value in (
-            ("restart time", self.restart_s),
-            ("re-rendezvous time", self.rendezvous_s),
-            ("node replacement time", self.replace_s),
-            ("checkpoint time", self.checkpoint_time_s),
-            ("checkpoint interval", self.interval_s),
+        for what, value, zero in (
+            ("checkpoint time", self.checkpoint_time_s, False),
+            ("checkpoint interval", self.interval_s, False),
+            ("restart time", self.restart_s, True),
+            ("re-rendezvous time", self.rendezvous_s, True),
+            ("node replacement time", self.replace_s, True),
         ):
-            if value is not None and value > MAX_TIME_S:
-                raise ConfigError(f"{what} must be at most 100 years, got {value:g} s")
-        if (
-            isinstance(self.mc_draws, bool)
-            or not isinstance(self.mc_draws, numbers.Integral)
-            or not 0 <= self.mc_draws <= MAX_MC_DRAWS
-        ):
-            raise ConfigError(
-                f"Monte Carlo draws must be an integer in 0..{MAX_MC_DRAWS:,}, got "
-                f"{self.mc_draws!r}"
-            )
+            if value is not None:
+                check_duration(what, value, "s", 1.0, zero=zero)
+        check_count("Monte Carlo draws", self.mc_draws, MAX_MC_DRAWS)
         if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral):
             raise ConfigError(f"seed must be a non-negative integer, got {self.seed!r}")
         if self.seed < 0:

@@ -114,9 +114,9 @@ def elastic_expectation(
         rate = nodes * (1 - p) * node_rate
         f_seg, lost_seg, rend_seg = segment_costs(length, rendezvous_s, rate)
         f_last, lost_last, rend_last = segment_costs(last * stretch, rendezvous_s, rate)
+        if not math.isfinite(f_seg + f_last) or rate * admit_s >= math.log(2):
+            return never  # (an admission started over once or more on average: never done)
         per_admission = math.expm1(rate * admit_s)  # failures during one admission
-        if not math.isfinite(f_seg + f_last) or per_admission >= 1:
-            return never
         away, admitted = _away(m, commits_away, seg_without, last * without, f_seg, f_last)
         # failures come over the whole run (stalls and lost work included): a node is away
         # node_rate * span * away of the training

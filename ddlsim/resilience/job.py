@@ -5,7 +5,7 @@ the node count, the iteration time, the training state's size and where it can g
 the GPU<->host link, the node's network). :func:`resolve` turns a
 :class:`~ddlsim.resilience.config.ResilienceConfig` into :class:`Costs` for that job, refusing
 what cannot be: a state larger than a GPU's memory, an interval shorter than one checkpoint
-write, elastic recovery of a single node.
+write or one iteration, elastic recovery of a single node.
 """
 
 from __future__ import annotations
@@ -104,6 +104,11 @@ def resolve(job: Job, config: ResilienceConfig) -> Costs:
         what = "commit" if config.recovery == "elastic" else "checkpoint write"
         raise ConfigError(
             f"checkpoint interval {interval:g} s is shorter than one {what} ({save:.3g} s)"
+        )
+    if interval is not None and interval < job.iteration_time_s:
+        raise ConfigError(
+            f"checkpoint interval {interval:g} s is shorter than one iteration "
+            f"({job.iteration_time_s:.3g} s): a checkpoint is written between iterations"
         )
     auto = interval is None and mtbf is not None
     if auto:

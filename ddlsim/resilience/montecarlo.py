@@ -38,11 +38,12 @@ class Draws:
     time_s: np.ndarray
     failures: np.ndarray
 
-    def summary(self) -> dict[str, float]:
-        """Mean, standard error of the mean, p10 / p50 / p90 and mean failures."""
+    def summary(self) -> dict[str, float | None]:
+        """Mean, standard error of the mean (None for one run), p10 / p50 / p90 and mean
+        failures."""
         t = self.time_s
         p10, p50, p90 = np.percentile(t, [10, 50, 90])
-        sem = float(t.std(ddof=1) / math.sqrt(t.size)) if t.size > 1 else math.nan
+        sem = float(t.std(ddof=1) / math.sqrt(t.size)) if t.size > 1 else None
         return {
             "draws": int(t.size),
             "mean_s": float(t.mean()),

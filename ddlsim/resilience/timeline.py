@@ -14,9 +14,16 @@ from typing import Any
 
 from ddlsim.errors import ConfigError
 from ddlsim.resilience.analysis import ResilienceResult
+from ddlsim.resilience.daly import segments
 from ddlsim.resilience.trace import Event, trace_elastic, trace_restart
 from ddlsim.units import US_PER_S
 
+#: most events in one trace by default (what Perfetto's UI still opens; the same bound as
+#: :data:`ddlsim.analysis.timeline.MAX_TRACE_EVENTS`)
+MAX_EVENTS = 2_000_000
+#: trace events per checkpoint (the training before it and the write) and per failure (lost
+#: work, the failure, the restart; elastic: the absence and the admission too)
+EVENTS_PER_SAVE, EVENTS_PER_FAILURE = 2, 6
 PID = 1
 TID_JOB, TID_FAILURES, TID_AWAY = 1, 2, 3
 
@@ -31,6 +38,21 @@ def _span(name: str, start_s: float, end_s: float, tid: int, **args: Any) -> dic
         "tid": tid,
         "args": args,
     }
+
+
+def check_size(result: ResilienceResult, max_events: int = MAX_EVENTS) -> None:
+    """Refuse, before tracing it, a run expected to take more than ``max_events`` trace events
+    (its checkpoints or commits and its failures, from the closed form)."""
+    failures = result.expected.failures
+    saves = segments(result.job.work_s, result.costs.interval_s)[0] - 1
+    events = EVENTS_PER_SAVE * saves + EVENTS_PER_FAILURE * failures
+    if not events <= max_events:
+        shown = f"{events:,.0f}" if events < 1e12 else f"{events:.3g}"
+        raise ConfigError(
+            f"the failure timeline would hold ~{shown} events ({saves:,} checkpoints, "
+            f"{failures:.3g} failures expected), more than the {max_events:,} trace viewers "
+            "open; trace a shorter run (--epochs) or a longer node MTBF"
+        )
 
 
 def _events(result: ResilienceResult, seed: int, fail_at_s: float | None) -> list[Event]:
@@ -51,9 +73,14 @@ def _events(result: ResilienceResult, seed: int, fail_at_s: float | None) -> lis
 
 
 def failure_timeline(
-    result: ResilienceResult, seed: int = 0, fail_at_s: float | None = None
+    result: ResilienceResult,
+    seed: int = 0,
+    fail_at_s: float | None = None,
+    max_events: int = MAX_EVENTS,
 ) -> dict[str, Any]:
-    """The Chrome trace (a JSON-ready dict) of one run of ``result``'s job with a failure."""
+    """The Chrome trace (a JSON-ready dict) of one run of ``result``'s job with a failure
+    (:func:`check_size` first: at most about ``max_events`` events)."""
+    check_size(result, max_events)
     c = result.costs
     elastic = c.recovery == "elastic"
     save = "commit" if elastic else "checkpoint"

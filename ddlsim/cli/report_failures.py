@@ -1,4 +1,11 @@
-"""The "with failures" section of ``ddlsim predict``'s text report."""
+"""The "with failures" section of ``ddlsim predict``'s text report (:mod:`ddlsim.resilience`).
+
+It follows the breakdown of the iteration: the failure model's inputs as used (node MTBF, the
+checkpoint's size and cost, the restart or re-rendezvous, the interval), the expected failures,
+the expected time-to-train with failures and its goodput, and where the extra time goes; the
+Monte Carlo's distribution when ``--mc-draws`` asked for one. The report's own "time to train"
+line stays the failure-free figure.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +31,11 @@ def _duration(seconds: float | None) -> str:
     return format_duration(seconds)
 
 
+def _hours(hours: float) -> str:
+    """``6,335`` or ``0.25``: whole hours from 10 up, three figures below."""
+    return f"{hours:,.0f}" if hours >= 10 else f"{hours:.3g}"
+
+
 def _mtbf_line(r: ResilienceResult) -> str:
     node = r.config.node_mtbf_s
     if node is None:
@@ -33,7 +45,7 @@ def _mtbf_line(r: ResilienceResult) -> str:
         KOKOLIS_NODE_MTBF_S: " (Kokolis et al. 2024)",
     }.get(node, "")
     return (
-        f"    node MTBF          {node / HOUR_S:,.0f} h{source}; {r.job.nodes:,} node"
+        f"    node MTBF          {_hours(node / HOUR_S)} h{source}; {r.job.nodes:,} node"
         f"{'' if r.job.nodes == 1 else 's'}: job MTBF {_duration(r.job_mtbf_s)}"
     )
 
@@ -73,8 +85,10 @@ def _interval_line(r: ResilienceResult) -> str:
     return f"    interval           {noun} every {every} of training ({how}{optimum})"
 
 
-def format_resilience(r: ResilienceResult) -> str:
-    """The section: a blank line, its lines, a blank line."""
+def failure_lines(r: ResilienceResult | None) -> list[str]:
+    """The section's lines, a blank line first (one line when failures are not modelled)."""
+    if r is None:
+        return ["", "  with failures: not modelled (--node-mtbf-hours 0)"]
     e = r.expected
     lines = [f"  with failures: {_TITLE[r.costs.recovery]}", _mtbf_line(r)]
     lines += _state_line(r)
@@ -84,11 +98,12 @@ def format_resilience(r: ResilienceResult) -> str:
             f"    nodes present      {100 * r.nodes_present:.2f} % on average (and the global "
             "batch with them)"
         )
-    goodput = f"goodput {100 * e.goodput:.2f} %"
+    expected = f"{_duration(e.time_s)} expected (goodput {100 * e.goodput:.2f} %;"
+    if not math.isfinite(e.time_s):
+        expected = "never: the job practically never completes (its"
     lines += [
         f"    expected failures  {e.failures:.3g}",
-        f"    time to train      {_duration(e.time_s)} expected ({goodput}; failure-free "
-        f"{_duration(e.work_s)})",
+        f"    time to train      {expected} failure-free {_duration(e.work_s)})",
     ]
     parts = [
         ("committing" if r.costs.recovery == "elastic" else "writing checkpoints", e.checkpoint_s),
@@ -111,4 +126,4 @@ def format_resilience(r: ResilienceResult) -> str:
             f"      p10 / p50 / p90  {_duration(mc['p10_s'])} / {_duration(mc['p50_s'])} / "
             f"{_duration(mc['p90_s'])}"
         )
-    return "\n" + "\n".join(lines) + "\n\n"
+    return ["", *lines]
