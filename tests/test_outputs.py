@@ -303,7 +303,9 @@ def test_ctrl_c_during_a_dask_sweep_leaves_nothing(tmp_path):
         "PYTHONPATH": str(REPO),
         "DDLSIM_CALIBRATION_DIR": str(tmp_path / "cal"),
     }
-    argv = ["sweep", "--model", "resnet50", "vgg16", "--gpus", "1024", "2048", "4096"]
+    # 12 detailed configurations, a few seconds each on 2 workers: the signal lands mid-sweep
+    argv = ["sweep", "--model", "resnet50", "vgg16", "inception3", "googlenet"]
+    argv += ["--gpus", "2048", "4096", "8192"]
     argv += ["--engine", "detailed", "--workers", "2", "-o", str(out)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ddlsim", *argv],

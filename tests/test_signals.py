@@ -96,7 +96,9 @@ def _sweep(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
         "PYTHONPATH": str(REPO),
         "DDLSIM_CALIBRATION_DIR": str(tmp_path / "cal"),
     }
-    argv = ["sweep", "--model", "resnet50", "vgg16", "--gpus", "256", "512", "1024"]
+    # 12 detailed configurations, a few seconds each on 2 workers: the signal lands mid-sweep
+    argv = ["sweep", "--model", "resnet50", "vgg16", "inception3", "googlenet"]
+    argv += ["--gpus", "2048", "4096", "8192"]
     argv += ["--engine", "detailed", "--workers", "2", "-o", str(out)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ddlsim", *argv],
