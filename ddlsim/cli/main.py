@@ -45,19 +45,24 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The top-level parser with every sub-command registered."""
-    from ddlsim.cli import (
-        calibrate,
-        calibrations,
-        kernels,
-        plot,
-        predict,
-        sweep,
-        timeline,
-        traces,
-        validate,
-    )
+#: the sub-commands, in the order ``ddlsim --help`` lists them: name -> module of ddlsim.cli
+COMMANDS = {
+    "predict": "predict",
+    "calibrate": "calibrate",
+    "calibrations": "calibrations",
+    "validate": "validate",
+    "traces": "traces",
+    "timeline": "timeline",
+    "plot": "plot",
+    "sweep": "sweep",
+    "kernels": "kernels",
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The top-level parser with every sub-command registered (``only``: just that one, what
+    running one command needs: the others' modules are not imported)."""
+    import importlib
 
     parser = _Parser(
         prog="ddlsim",
@@ -66,15 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ddlsim {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    predict.register(sub)
-    calibrate.register(sub)
-    calibrations.register(sub)
-    validate.register(sub)
-    traces.register(sub)
-    timeline.register(sub)
-    plot.register(sub)
-    sweep.register(sub)
-    kernels.register(sub)
+    names = [only] if only in COMMANDS else list(COMMANDS)
+    for name in names:
+        importlib.import_module(f"ddlsim.cli.{COMMANDS[name]}").register(sub)
     return parser
 
 
@@ -97,7 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with sigterm_as_interrupt():
         try:
             _import_numpy_with_one_blas_thread()
-            parser = build_parser()
+            argv = list(sys.argv[1:] if argv is None else argv)
+            parser = build_parser(only=argv[0] if argv else None)
             args = parser.parse_args(argv)
             return int(args.func(args) or 0)
         except (UsageError, DdlsimError) as exc:
