@@ -199,6 +199,7 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
     inputs["network_calibration"] = netcal_file.inputs_of(job.system.network_calibration)
     in_play = tf32_applies(cluster.device, strategy.precision)
     inputs["tf32"] = bool(job.workload.tf32) if in_play else None
+    inputs["stack"] = setup.stack.to_dict() if setup.stack is not None else None
     if strategy.host_decodes_input:
         per_node = strategy.batch_per_gpu * cluster.local_gpus
         inputs["host_input_images_per_s"] = per_node / setup.input_time_s

@@ -37,6 +37,7 @@ from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
 from ddlsim.schedules import DEFAULT_PARTITION_BYTES
 from ddlsim.units import MiB
 from ddlsim.workload.profile import MIN_IMAGES_PER_SEC, check_images_per_sec
+from ddlsim.workload.stack import DEFAULT_FRAMEWORK, check_stack_names
 from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES, validate_ttt_inputs
 
 #: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
@@ -129,7 +130,10 @@ class ExecutionConfig:
     each may start (:mod:`ddlsim.schedules`: auto, horovod, bsp, wfbp, mg-wfbp,
     bytescheduler, ddp); ``partition_mb`` is the size of ByteScheduler's partitions (MiB);
     ``bucket_cap_mb`` PyTorch DDP's bucket cap (MiB; None: PyTorch's default, 25 MiB after a
-    first bucket of 1 MiB; a given cap applies to the first bucket too, as in PyTorch)."""
+    first bucket of 1 MiB; a given cap applies to the first bucket too, as in PyTorch).
+    ``framework`` (tensorflow, pytorch, mxnet), ``layout`` (nchw, nhwc) and ``fusion`` (none,
+    bn-act, xla) are the software stack the compute is timed for (:mod:`ddlsim.workload.stack`;
+    a layout or fusion left None is the framework's default)."""
 
     comm: str = "horovod-nccl"
     schedule: str = "auto"
@@ -148,8 +152,12 @@ class ExecutionConfig:
     nccl_version: str = DEFAULT_NCCL_VERSION
     algorithm: str = "auto"
     nccl_protocol: str = "auto"
+    framework: str = DEFAULT_FRAMEWORK
+    layout: str | None = None
+    fusion: str | None = None
 
     def __post_init__(self) -> None:
+        check_stack_names(self.framework, self.layout, self.fusion)
         part = self.partition_mb
         if isinstance(part, bool) or not isinstance(part, numbers.Real) or not 1e-3 <= part <= 1024:
             raise ConfigError(f"partition size must be in 0.001..1024 MiB, got {part!r}")
