@@ -65,11 +65,13 @@ class Prediction:
 
     @property
     def compute_record(self) -> dict[str, Any]:
-        """ddlsim's measured error for one GPU of this type at this precision, from its own
-        compute model with no anchor (:func:`ddlsim.track_record.lookup_absolute`)."""
+        """ddlsim's measured error for one GPU of this type at this precision (and framework,
+        where its runs were measured), from its own compute model with no anchor
+        (:func:`ddlsim.track_record.lookup_absolute`)."""
         from ddlsim.track_record import lookup_absolute
 
-        return lookup_absolute(self.inputs["gpu"], self.inputs["precision"])
+        stack = self.inputs.get("stack") or {}
+        return lookup_absolute(self.inputs["gpu"], self.inputs["precision"], stack.get("framework"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` output)."""

@@ -28,6 +28,7 @@ from ddlsim.workload.roofline import (
     model_times_s,
 )
 from ddlsim.workload.stack import Stack, calibration_stack, resolve
+from ddlsim.workload.terms import step_terms_s
 from ddlsim.workload.zoo import get_model
 
 FUSIONS = ("none", "bn-act", "xla")
@@ -230,3 +231,17 @@ def test_depthwise_weight_gradient_reads_its_inputs_once_per_tap():
         assert elems == layer.input_elems + layer.output_elems + 2 * kh * kw * layer.output_elems
         _, bwd = layer_time_s(layer, dev, batch, "fp32", stack=Stack("pytorch", "nchw", "none"))
         assert bwd >= batch * elems * 4 / memory_Bps(dev)
+
+
+@pytest.mark.parametrize("fusion", FUSIONS)
+def test_the_named_terms_add_up_to_the_step(fusion):
+    dev, spec = catalog.device("a100"), get_model("resnet50_v1.5")
+    for layout in ("nchw", "nhwc"):
+        stack = Stack("pytorch", layout, fusion)
+        if fusion == "bn-act" and layout == "nchw":
+            continue
+        terms = step_terms_s(spec, dev, 128, "amp", stack)
+        times, opt = model_times_s(spec, dev, 128, "amp", stack=stack)
+        assert sum(terms.values()) == pytest.approx(sum(f + b for f, b in times) + opt)
+        assert (terms["layout_transposes"] > 0) == (layout == "nchw")
+        assert ("activation" in terms and terms["activation"] > 0) == (fusion == "none")

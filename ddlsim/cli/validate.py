@@ -37,10 +37,17 @@ skipped rows, each with a code and a reason (a bad cell or row: its line, column
   bad-fields, no-run-id, duplicate-run-id (the later row), missing-value (empty required cell:
   model, gpu, gpus), bad-number (not an integer / not a finite number), not-positive (zero or
   negative count or value), unknown-name (model, gpu, intra_node, inter_node, transport, comm,
-  precision or data ddlsim does not know); baseline-row (single-GPU rows), no-value,
-  comm-not-stated, comm-not-modelled ('other'), no-batch, no-precision, network-unknown
-  (multi-node row without inter_node), no-baseline (images/s rows), ambiguous-baseline,
-  predict-error (any error ddlsim raises for the row). The rest of the file is validated.
+  precision, data or framework ddlsim does not know); suspect (the note flags the row
+  SUSPECT), suspect-baseline (its baseline is flagged); baseline-row (single-GPU rows),
+  no-value, comm-not-stated, comm-not-modelled ('other'), no-batch, no-precision,
+  network-unknown (multi-node row without inter_node), no-baseline (images/s rows),
+  ambiguous-baseline, not-runnable (what the GPU or cuDNN cannot run: a tf32 row of a GPU
+  without TF32, a fused batch norm on NCHW or fp32), framework-not-modelled (--absolute: oneflow,
+  paddle), predict-error (any error ddlsim raises for the row). The rest of the file is
+  validated.
+software stack: the framework column (tensorflow, pytorch, mxnet) and the variant tokens
+channels_last (-> --layout nhwc), xla (-> --fusion xla), dali (-> --input-pipeline dali), tf32
+and apex-ddp set the row's stack; the compute is re-timed for it by per-layer model ratios.
 the whole file is refused (one error line, exit 2) when it is unreadable, not UTF-8, has
 broken CSV quoting, is empty, or its header lacks a required column (run_id, model, gpu, gpus)
 or both value columns, or names a column twice; so is a --source id absent from the file
