@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.validate.baseline import BaselineIndex
 from ddlsim.validate.core import PREDICTED, validate_runs
 from ddlsim.validate.mapping import plan_row
@@ -78,3 +79,23 @@ def test_the_rows_are_predicted_in_their_stack(runs):
     assert nhwc.status == PREDICTED and xla.status == PREDICTED
     # XLA's fused element-wise passes run faster than PyTorch's unfused ones on the same GPU
     assert xla.predicted_images_per_sec > nhwc.predicted_images_per_sec
+
+
+def test_an_unstated_network_can_be_assumed_and_is_then_kept_apart(tmp_path, no_user_calibration):
+    rows = [
+        "M-0001,M,efficientnet-b4,a100-sxm4-80gb,1,1,nvlink-a100,none,,single,,channels_last,"
+        "pytorch,128,amp,real,331,,0,DGX A100",
+        "M-0002,M,efficientnet-b4,a100-sxm4-80gb,16,8,nvlink-a100,,,ddp,,channels_last,"
+        "pytorch,128,amp,real,4813,,0,DGX A100; network not stated",
+    ]
+    path = tmp_path / "runs.csv"
+    path.write_text("\n".join([HEADER, *rows]) + "\n", encoding="utf-8")
+    runs = load_runs(path).runs
+    assert _plans(runs)["M-0002"].code == "network-unknown"
+    plan = _plans(runs, assume_inter_node="ib-hdr", assume_nics_per_node=8)["M-0002"]
+    assert plan.anchored and plan.kwargs["inter_node"] == "ib-hdr"
+    assert plan.kwargs["nics_per_node"] == 8 and "ib-hdr" in plan.assumption
+    with pytest.raises(ConfigError, match="needs --assume-inter-node"):
+        ValidateOptions(assume_nics_per_node=8)
+    with pytest.raises(UnknownNameError, match="ib-xdr"):
+        ValidateOptions(assume_inter_node="ib-xdr")

@@ -54,7 +54,9 @@ or both value columns, or names a column twice; so is a --source id absent from 
 (the error lists those present), and a bad option value.
 filled cells: --assume-baseline-batch takes the baseline's batch; --assume-batch N fills
 what neither the row nor its baseline states (the baseline is then looked up at batch N);
---assume-precision fills an empty precision (baselines too). Each filled row says so.
+--assume-precision fills an empty precision (baselines too); --assume-inter-node NETWORK (and
+--assume-nics-per-node N) the network of a multi-node row that states none, such a row then
+summarised under that assumption, outside the headline. Each filled row says so.
 empty cells otherwise take predict's defaults, listed in the row's notes (data: synthetic).
 """
 
@@ -170,6 +172,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=PRECISIONS,
         help="precision for rows that do not state one; noted on each row",
     )
+    p.add_argument(
+        "--assume-inter-node",
+        default=None,
+        metavar="NETWORK",
+        help="network of multi-node rows that state none (e.g. ib-hdr for DGX A100 "
+        "SuperPODs); noted on each row, and those rows are summarised under that assumption, "
+        "outside the headline",
+    )
+    p.add_argument(
+        "--assume-nics-per-node",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --assume-inter-node: its NICs per node (multi-rail; DGX A100 / H100: 8)",
+    )
     p.set_defaults(func=run)
 
 
@@ -196,6 +213,8 @@ def run(args: argparse.Namespace) -> int:
         assume_baseline_batch=args.assume_baseline_batch,
         assume_batch=args.assume_batch,
         assume_precision=args.assume_precision,
+        assume_inter_node=args.assume_inter_node,
+        assume_nics_per_node=args.assume_nics_per_node,
         absolute=args.absolute,
         network_calibration=args.network_calibration,
     )
@@ -260,6 +279,8 @@ _RUNS_ONLY = (
     ("assume_baseline_batch", "--assume-baseline-batch", False),
     ("assume_batch", "--assume-batch", None),
     ("assume_precision", "--assume-precision", None),
+    ("assume_inter_node", "--assume-inter-node", None),
+    ("assume_nics_per_node", "--assume-nics-per-node", None),
     ("engine", "--engine", "fast"),
     ("absolute", "--absolute", False),
 )

@@ -164,8 +164,17 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         run = with_assumed_cells(run, options)
         notes.append(f"precision not stated: {run.precision} assumed (--assume-precision)")
     multi_node = run.multi_node
+    network_assumed = None
     if multi_node and run.inter_node in ("", "none"):
-        return _skip("network-unknown", "multi-node run without a stated network (inter_node)")
+        if options.assume_inter_node is None:
+            return _skip("network-unknown", "multi-node run without a stated network (inter_node)")
+        nics = options.assume_nics_per_node or run.nics_per_node or 1
+        run = replace(run, inter_node=options.assume_inter_node, nics_per_node=nics)
+        network_assumed = (
+            f"inter_node not stated: {options.assume_inter_node} with {nics} NIC(s) per node "
+            "assumed (--assume-inter-node)"
+        )
+        notes.append(network_assumed)
     batch, choice, batch_notes = _batch_and_baseline(run, index, options)
     if batch is None:
         if choice.run is not None:
@@ -224,7 +233,7 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
     problem = _not_runnable(run, kwargs)
     if problem is not None:
         return _skip("not-runnable", problem, baseline)
-    assumption = assumed_bandwidth(run) if multi_node else None
+    assumption = network_assumed or (assumed_bandwidth(run) if multi_node else None)
     if options.network_calibration is not None and multi_node:
         notes.extend(network_calibration_kwargs(options.network_calibration, run, kwargs))
     return RowPlan(
