@@ -73,11 +73,13 @@ class Prediction:
 
     @property
     def compute_record(self) -> dict[str, Any]:
-        """ddlsim's measured error for one GPU of this type at this precision, from its own
-        compute model with no anchor (:func:`ddlsim.track_record.lookup_absolute`)."""
+        """ddlsim's measured error for one GPU of this type at this precision (and framework,
+        where its runs were measured), from its own compute model with no anchor
+        (:func:`ddlsim.track_record.lookup_absolute`)."""
         from ddlsim.track_record import lookup_absolute
 
-        return lookup_absolute(self.inputs["gpu"], self.inputs["precision"])
+        stack = self.inputs.get("stack") or {}
+        return lookup_absolute(self.inputs["gpu"], self.inputs["precision"], stack.get("framework"))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` output)."""
@@ -215,6 +217,7 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
     inputs["network_calibration"] = netcal_file.inputs_of(job.system.network_calibration)
     in_play = tf32_applies(cluster.device, strategy.precision)
     inputs["tf32"] = bool(job.workload.tf32) if in_play else None
+    inputs["stack"] = setup.stack.to_dict() if setup.stack is not None else None
     if strategy.host_decodes_input:
         per_node = strategy.batch_per_gpu * cluster.local_gpus
         inputs["host_input_images_per_s"] = per_node / setup.input_time_s

@@ -64,6 +64,7 @@ from ddlsim.resilience.config import (
 from ddlsim.schedules import DEFAULT_PARTITION_BYTES
 from ddlsim.units import MiB
 from ddlsim.workload.profile import MIN_IMAGES_PER_SEC, check_images_per_sec
+from ddlsim.workload.stack import DEFAULT_FRAMEWORK, check_stack_names
 from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES, validate_ttt_inputs
 
 #: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
@@ -184,7 +185,10 @@ class ExecutionConfig:
     relaunch of ``restart_min``, None: 10 minutes assumed plus the checkpoint's load) or
     ``elastic`` (Horovod Elastic: a re-rendezvous of ``rendezvous_s``, the failed node replaced
     after ``replace_min``); ``checkpoint_interval_min`` is the training between checkpoints
-    (elastic: commits), None = auto, the minimum of the expected time-to-train."""
+    (elastic: commits), None = auto, the minimum of the expected time-to-train.
+    ``framework`` (tensorflow, pytorch, mxnet), ``layout`` (nchw, nhwc) and ``fusion`` (none,
+    bn-act, xla) are the software stack the compute is timed for (:mod:`ddlsim.workload.stack`;
+    a layout or fusion left None is the framework's default)."""
 
     comm: str = "horovod-nccl"
     schedule: str = "auto"
@@ -208,8 +212,12 @@ class ExecutionConfig:
     restart_min: float | None = None
     rendezvous_s: float = DEFAULT_RENDEZVOUS_S
     replace_min: float = DEFAULT_REPLACE_MIN
+    framework: str = DEFAULT_FRAMEWORK
+    layout: str | None = None
+    fusion: str | None = None
 
     def __post_init__(self) -> None:
+        check_stack_names(self.framework, self.layout, self.fusion)
         check_choice("recovery", self.recovery, RECOVERIES)
         for what, value, unit, unit_s, zero in (
             ("checkpoint interval", self.checkpoint_interval_min, "min", MINUTE_S, False),

@@ -23,12 +23,12 @@ from ddlsim.horovod import horovod_release
 from ddlsim.netcal import calfile as netcal_file
 from ddlsim.strategy import Strategy
 from ddlsim.units import MiB
-from ddlsim.workload import calibration_use
+from ddlsim.workload import calibration_use, restack
 from ddlsim.workload import profile as profile_io
-from ddlsim.workload.kernels import without_tf32
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import ModelProfile
-from ddlsim.workload.retime import roofline_retime
+from ddlsim.workload.stack import Stack
+from ddlsim.workload.stack import resolve as resolve_stack
 from ddlsim.workload.store import Choice, find_profile_and_choice
 from ddlsim.workload.workload import Workload
 from ddlsim.workload.zoo import get_model
@@ -55,6 +55,8 @@ class Setup:
     #: how the search chose that file over the user's or the shipped one (None: given with
     #: ``--calibration``; :mod:`ddlsim.workload.store`)
     calibration_choice: Choice | None = None
+    #: the software stack the compute is timed for (:mod:`ddlsim.workload.stack`)
+    stack: Stack | None = None
 
     def simulate(self, options: SimOptions | None = None) -> SimResult:
         """Run the engine on this configuration."""
@@ -106,8 +108,12 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
             spec, cluster.device, strategy.batch_per_gpu, strategy.precision
         )
         source = prof.path or prof.provenance.get("from_file")
-    if not w.tf32 and tf32_applies(cluster.device, strategy.precision):
-        prof = _without_tf32(prof, spec, cluster.device)
+    stack = job_stack(x, cluster.device, strategy.precision, w.tf32)
+    tf32_off = not w.tf32 and tf32_applies(cluster.device, strategy.precision)
+    prof = restack.for_job(prof, spec, cluster.device, stack, tf32_off)
+    if strategy.data == "real" and strategy.input_pipeline == "dali":
+        dali_s = restack.dali_gpu_s(cluster.device, batch, strategy.precision)
+        prof = restack.with_dali(prof, dali_s)
     workload = _workload(spec, strategy, prof, w.single_gpu_throughput)
     comm_model = make_comm_model(
         strategy.comm,
@@ -130,7 +136,7 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
         n_ps=comm_model.n_channels(),
         op_time_s=lambda nbytes: comm_model.time_s(nbytes, "allreduce", 0),
     )
-    return Setup(workload, cluster, strategy, comm_model, dag, input_s, source, choice)
+    return Setup(workload, cluster, strategy, comm_model, dag, input_s, source, choice, stack)
 
 
 def _strategy(
@@ -183,16 +189,11 @@ def tf32_applies(device: DeviceSpec, precision: str) -> bool:
     return precision == "fp32" and device.peak_tf32_flops is not None
 
 
-def _without_tf32(prof: ModelProfile, spec: ModelSpec, device: DeviceSpec) -> ModelProfile:
-    """``prof`` (fp32 with TF32 convolutions) re-timed for CUDA-core fp32 on the same GPU."""
-    retimed = roofline_retime(prof, spec, device, without_tf32(device), prof.batch_per_gpu)
-    provenance = {
-        "method": prof.provenance.get("method", "unknown"),
-        "retimed": "TF32 off (NVIDIA_TF32_OVERRIDE=0): per-layer kernel-model ratios of "
-        "CUDA-core fp32 to TF32 on the same GPU",
-        "base": prof.provenance,
-    }
-    return replace(retimed, provenance=provenance, path=prof.path)
+def job_stack(x: ExecutionConfig, device: DeviceSpec, precision: str, tf32: bool) -> Stack:
+    """The software stack of the execution on ``device`` at ``precision``: the framework's
+    defaults for the layout and fusion it leaves None; a combination the library cannot run
+    is a :class:`ConfigError` (:func:`ddlsim.workload.stack.resolve`)."""
+    return resolve_stack(x.framework, x.layout, x.fusion, device, precision, tf32)
 
 
 def _workload(

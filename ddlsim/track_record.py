@@ -1,14 +1,16 @@
 """ddlsim's measured error, by communication method and node count: what ``ddlsim predict``
 quotes next to a prediction.
 
-``data/track_record.json`` is ``ddlsim validate traces/measured/runs.csv`` summarised per
-(method, regime), where the regime is the number of nodes (1, 2-8, 9-64, 65+): two passes, the
-default one (every row that states what a prediction needs) and the efficiency-only rows at 128
-and 512 GPUs under the configuration their source's era states (``HVD_README_EFF``: batch 64,
-fp32, Horovod 0.12, NCCL 2.1; marked ``assumed``). ``python scripts/track_record.py --write``
-rebuilds it (:mod:`ddlsim.validate.track_record_build`) and a test checks that the shipped file
-is what the model gives now, so the figure quoted is never stale. This module only reads the
-file: :func:`lookup` is light and imports no validation machinery.
+``data/track_record.json`` is ``ddlsim validate`` of traces/measured/runs.csv and runs_modern.csv
+summarised per (method, regime), where the regime is the number of nodes (1, 2-8, 9-64, 65+):
+two passes, the default one (every row that states what a prediction needs) and the
+efficiency-only rows at 128 and 512 GPUs under the configuration their source's era states
+(``HVD_README_EFF``: batch 64, fp32, Horovod 0.12, NCCL 2.1; marked ``assumed``); and the
+1-GPU rows of an ``--absolute`` pass by GPU and precision (and framework).
+``python scripts/track_record.py --write`` rebuilds it
+(:mod:`ddlsim.validate.track_record_build`) and a test checks that the shipped file is what the
+model gives now, so the figure quoted is never stale. This module only reads the file:
+:func:`lookup` is light and imports no validation machinery.
 """
 
 from __future__ import annotations
@@ -67,13 +69,22 @@ def lookup(comm: str, nodes: int) -> dict[str, Any]:
     return {**base, **entry}
 
 
-def lookup_absolute(gpu: str, precision: str) -> dict[str, Any]:
+def lookup_absolute(gpu: str, precision: str, framework: str | None = None) -> dict[str, Any]:
     """The measured error of ddlsim's own 1-GPU compute for ``gpu`` at ``precision``
-    (``validate --absolute``): ``{"gpu", "precision", "n", "mape", "bias", ...}``; ``n`` 0
-    where no measured 1-GPU run of that GPU and precision exists."""
+    (``validate --absolute``): ``{"gpu", "precision", "framework", "n", "mape", "bias", ...}``;
+    the runs of ``framework`` where there are some (``framework`` then set), else every run of
+    that GPU and precision; ``n`` 0 where there is none."""
     doc = _document()
-    entry = doc.get("absolute_by_gpu_precision", {}).get(f"{gpu} | {precision}")
-    base = {"gpu": gpu, "precision": precision, "source": doc["source"]}
+    own = doc.get("absolute_by_gpu_precision_framework", {}).get(
+        f"{gpu} | {precision} | {framework}"
+    )
+    entry = own or doc.get("absolute_by_gpu_precision", {}).get(f"{gpu} | {precision}")
+    base = {
+        "gpu": gpu,
+        "precision": precision,
+        "framework": framework if own else None,
+        "source": doc["source"],
+    }
     if entry is None:
         empty = dict.fromkeys(("mape", "median_ape", "bias", "worst_run_id", "worst_rel_error"))
         return {**base, "n": 0, **empty}
@@ -83,6 +94,8 @@ def lookup_absolute(gpu: str, precision: str) -> dict[str, Any]:
 def format_absolute_line(entry: dict[str, Any]) -> str:
     """``p100-sxm2 fp32: 12 measured 1-GPU runs, MAPE 4.0%, bias +1.0%`` (or none)."""
     where = f"{entry['gpu']} {entry['precision']}"
+    if entry.get("framework"):
+        where += f" {entry['framework']}"
     if not entry["n"]:
         return f"{where}: no measured 1-GPU run (the compute is unchecked there)"
     return (

@@ -42,9 +42,10 @@ def test_dali_decodes_on_the_gpus_so_the_host_rate_does_not_bind() -> None:
     assert nodes_in_order(host.dag, NodeKind.INPUT)
     assert not nodes_in_order(dali.dag, NodeKind.INPUT)
     synthetic = predict(gpus=8, **DGX1V)
-    assert predict(gpus=8, data="real", input_pipeline="dali", **DGX1V).images_per_sec == (
-        pytest.approx(synthetic.images_per_sec)
-    )
+    gpu_decode = predict(gpus=8, data="real", input_pipeline="dali", **DGX1V)
+    # only DALI's own GPU work (a fraction of a percent of the step) separates the two
+    assert gpu_decode.images_per_sec < synthetic.images_per_sec
+    assert gpu_decode.images_per_sec == pytest.approx(synthetic.images_per_sec, rel=0.01)
 
 
 @pytest.mark.parametrize("bad", [0.0, -5.0, float("inf")])

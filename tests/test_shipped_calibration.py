@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ddlsim.cluster import catalog
-from ddlsim.workload.kernels import default_library, model_document
+from ddlsim.workload.kernels import model_document, step_library
 from ddlsim.workload.profile import load
 from ddlsim.workload.store import calibration_path, find_profile, shipped_dir
 from ddlsim.workload.workload import Workload
@@ -54,7 +54,7 @@ def test_every_shipped_file_loads_and_matches_its_model():
             k: v["value"] for k, v in model_document()["coefficients"].items()
         }
         device = catalog.device(prof.device)
-        assert fit["library"]["id"] == default_library(device)
+        assert fit["library"]["id"] == step_library(device)
         assert set(fit["kernels"]) <= {"cuda_core", "tensor_core"}
         # layer times are written to 6 significant digits: up to 5e-6 relative each
         total = prof.sum_layers_s + prof.unattributed_time_s

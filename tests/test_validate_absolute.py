@@ -65,6 +65,11 @@ def test_predict_quotes_the_compute_error_its_figure_rests_on(cli):
     code, out, _ = cli("predict", "--gpus", "64")
     assert code == 0
     assert "scaling        horovod-nccl" in out and "(anchored to measured 1-GPU runs)" in out
-    assert "1-GPU compute  p100-sxm2 fp32" in out
-    none = lookup_absolute("h100", "amp")
+    assert "1-GPU compute  p100-sxm2 fp32 tensorflow" in out
+    none = lookup_absolute("a10", "fp32", "tensorflow")  # no TensorFlow run: A10's others
+    assert none["framework"] is None and none["n"] >= 1
+    own = lookup_absolute("h100", "amp", "pytorch")  # runs_modern.csv's H100 rows
+    assert own["framework"] == "pytorch" and own["n"] >= 3
+    assert format_absolute_line(own).startswith("h100 amp pytorch: ")
+    none = lookup_absolute("p40", "fp32")
     assert none["n"] == 0 and "unchecked" in format_absolute_line(none)

@@ -18,9 +18,9 @@ import pytest
 
 from ddlsim.cluster import catalog
 from ddlsim.workload.layers import LayerKind, ModelSpec
+from ddlsim.workload.passes import passes as elementwise_passes
 from ddlsim.workload.roofline import (
     DEFAULT_PARAMS,
-    _elementwise_passes,
     layer_time_s,
     matmul_flops,
     memory_Bps,
@@ -186,7 +186,9 @@ def test_grouped_convolution_is_timed_on_the_roofline(precision: str) -> None:
         mm, weights = matmul_flops(layer), 4 * layer.n_params
         io_fwd = batch * (layer.input_elems + layer.output_elems) * act + weights
         io_bwd = batch * (layer.output_elems + 2 * layer.input_elems) * act + 2 * weights
-        pf, pb = _elementwise_passes(layer)
+        # TensorFlow's default stack: unfused batch norm (3 / 5 passes) and ReLU (2 / 3)
+        pf, pb = elementwise_passes(layer, "none")
+        assert (pf, pb) == (5, 8)
         out_s = batch * layer.output_elems * act / bw
         launch = 3 * p.kernel_overhead_s
         fwd, bwd = layer_time_s(layer, v100, batch, precision)

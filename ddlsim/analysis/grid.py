@@ -99,7 +99,9 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
     from ddlsim.resilience.config import OPTIMIZERS, RECOVERIES
     from ddlsim.schedules import SCHEDULES
     from ddlsim.strategy import ALGORITHMS, COMM_METHODS, DATA_KINDS, NCCL_PROTOCOLS, PRECISIONS
+    from ddlsim.workload.kernels import LAYOUTS
     from ddlsim.workload.profile import MAX_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
+    from ddlsim.workload.stack import FRAMEWORKS, FUSIONS
     from ddlsim.workload.zoo import MODEL_NAMES
 
     return {
@@ -118,6 +120,9 @@ def _checkers() -> dict[str, Callable[[Any], Any]]:
         "nccl_version": lambda v: str(NcclVersion.parse(v)),
         "horovod_version": lambda v: horovod_release(str(v)).version,
         "engine": _names("engine", lambda: ENGINES),
+        "framework": _names("framework", lambda: FRAMEWORKS),
+        "layout": _names("layout", lambda: LAYOUTS),
+        "fusion": _names("fusion", lambda: FUSIONS),
         "gpus": _int("gpus", 1, 1_000_000),
         "gpus_per_node": _int("gpus_per_node", 1, 64),
         "nics_per_node": _int("nics_per_node", 1, 64),

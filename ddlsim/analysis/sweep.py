@@ -73,6 +73,9 @@ INPUT_COLUMNS = (
     "horovod_version",
     "fp16_allreduce",
     "tf32",
+    "framework",
+    "layout",
+    "fusion",
     "engine",
     "epochs",
     "dataset_images",
@@ -158,6 +161,7 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
     i = p.inputs
     row = {c: i.get(c) for c in INPUT_COLUMNS}
     row.update(gpus=i["n_gpus"], fp16_allreduce=i["grad_dtype"] == "fp16")
+    row.update(i.get("stack") or {})  # framework, layout, fusion as resolved
     row.update(
         images_per_sec=p.images_per_sec,
         iteration_time_s=p.iteration_time_s,

@@ -33,6 +33,8 @@ from ddlsim.strategy import (
     PRECISIONS,
 )
 from ddlsim.units import MiB
+from ddlsim.workload.kernels import LAYOUTS
+from ddlsim.workload.stack import DEFAULT_FRAMEWORK, FRAMEWORKS, FUSIONS
 from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES
 from ddlsim.workload.zoo import MODEL_NAMES
 
@@ -234,10 +236,42 @@ def _add_execution(g: argparse._ArgumentGroup) -> None:
         help="ps / replicated-cpu: the device holding the variables (default: cpu)",
     )
     g.add_argument(
+        "--framework",
+        default=DEFAULT_FRAMEWORK,
+        choices=FRAMEWORKS,
+        help="training framework, whose defaults set --layout and --fusion: tensorflow (NHWC "
+        "for fp16 convolutions on tensor cores, else NCHW; no fusion: XLA off), pytorch (NCHW, "
+        f"no fusion), mxnet (NCHW, no fusion) (default: {DEFAULT_FRAMEWORK})",
+    )
+    g.add_argument(
+        "--layout",
+        default=None,
+        choices=LAYOUTS,
+        help="memory format of the activations (PyTorch's channels_last = nhwc): cuDNN's "
+        "tensor-core kernels read NHWC, so NCHW tensors are transposed around them (default: "
+        "the framework's)",
+    )
+    g.add_argument(
+        "--fusion",
+        default=None,
+        choices=FUSIONS,
+        help="operator fusion of the element-wise kernels (not Horovod's tensor fusion): none "
+        "(each batch norm, activation and add its own pass over memory), bn-act (cuDNN's fused "
+        "batch norm + ReLU + add; NHWC fp16 only), xla (default: the framework's: none)",
+    )
+    g.add_argument(
+        "--xla",
+        dest="fusion",
+        action="store_const",
+        const="xla",
+        help="= --fusion xla (TensorFlow's XLA compilation)",
+    )
+    g.add_argument(
         "--input-pipeline",
         default="host",
         choices=INPUT_PIPELINES,
-        help="real data: decoded by the host CPUs (default) or on the GPUs by NVIDIA DALI",
+        help="real data: decoded by the host CPUs (default) or on the GPUs by NVIDIA DALI "
+        "(its decoded images, crops and normalised inputs through the GPU's memory)",
     )
     g.add_argument(
         "--horovod-version",
@@ -377,6 +411,9 @@ def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "ps_colocated": not args.ps_dedicated,
         "ps_placement": args.ps_placement,
         "input_pipeline": args.input_pipeline,
+        "framework": args.framework,
+        "layout": args.layout,
+        "fusion": args.fusion,
         "horovod_version": args.horovod_version,
         "fusion_threshold_mb": args.fusion_threshold_mb,
         "cycle_time_ms": args.cycle_time_ms,

@@ -94,9 +94,21 @@ def _nics(inputs: dict) -> str:
     return f"{n} NICs x " if n > 1 else ""
 
 
+def _stack_line(inputs: dict) -> list[str]:
+    """The software stack the compute is timed for (framework, layout, operator fusion)."""
+    st = inputs.get("stack")
+    if not st:
+        return []
+    return [f"    stack          {st['framework']}: layout {st['layout']}, fusion {st['fusion']}"]
+
+
 def _input_line(inputs: dict) -> list[str]:
-    """The host decode rate that real data assumes (none when DALI or synthetic data)."""
+    """The host decode rate that real data assumes, or DALI's GPU work (none for synthetic
+    data)."""
     rate = inputs.get("host_input_images_per_s")
+    dali_s = (inputs.get("calibration") or {}).get("provenance", {}).get("dali_gpu_s")
+    if inputs.get("data") == "real" and inputs.get("input_pipeline") == "dali" and dali_s:
+        return [f"    input          DALI on the GPUs: {_ms(dali_s)} of GPU work a batch"]
     if not rate:
         return []
     if (inputs.get("predict_kwargs") or {}).get("host_input_images_per_s") is not None:
@@ -201,6 +213,7 @@ def format_prediction(p: Prediction) -> str:
         f"    batch          {i['batch_per_gpu']} per GPU, {i['precision']}"
         f"{_TF32.get(i.get('tf32'), '')}, {i['data']} data, "
         f"gradients {i['grad_dtype']}",
+        *_stack_line(i),
         *_input_line(i),
         f"    calibration    {cal['method']}: {_calibration_source(cal, source)}",
         f"                   {cal['device_rule']}",

@@ -37,17 +37,26 @@ skipped rows, each with a code and a reason (a bad cell or row: its line, column
   bad-fields, no-run-id, duplicate-run-id (the later row), missing-value (empty required cell:
   model, gpu, gpus), bad-number (not an integer / not a finite number), not-positive (zero or
   negative count or value), unknown-name (model, gpu, intra_node, inter_node, transport, comm,
-  precision or data ddlsim does not know); baseline-row (single-GPU rows), no-value,
-  comm-not-stated, comm-not-modelled ('other'), no-batch, no-precision, network-unknown
-  (multi-node row without inter_node), no-baseline (images/s rows), ambiguous-baseline,
-  predict-error (any error ddlsim raises for the row). The rest of the file is validated.
+  precision, data or framework ddlsim does not know); suspect (the note flags the row
+  SUSPECT), suspect-baseline (its baseline is flagged); baseline-row (single-GPU rows),
+  no-value, comm-not-stated, comm-not-modelled ('other'), no-batch, no-precision,
+  network-unknown (multi-node row without inter_node), no-baseline (images/s rows),
+  ambiguous-baseline, not-runnable (what the GPU or cuDNN cannot run: a tf32 row of a GPU
+  without TF32, a fused batch norm on NCHW or fp32), framework-not-modelled (--absolute: oneflow,
+  paddle), predict-error (any error ddlsim raises for the row). The rest of the file is
+  validated.
+software stack: the framework column (tensorflow, pytorch, mxnet) and the variant tokens
+channels_last (-> --layout nhwc), xla (-> --fusion xla), dali (-> --input-pipeline dali), tf32
+and apex-ddp set the row's stack; the compute is re-timed for it by per-layer model ratios.
 the whole file is refused (one error line, exit 2) when it is unreadable, not UTF-8, has
 broken CSV quoting, is empty, or its header lacks a required column (run_id, model, gpu, gpus)
 or both value columns, or names a column twice; so is a --source id absent from the file
 (the error lists those present), and a bad option value.
 filled cells: --assume-baseline-batch takes the baseline's batch; --assume-batch N fills
 what neither the row nor its baseline states (the baseline is then looked up at batch N);
---assume-precision fills an empty precision (baselines too). Each filled row says so.
+--assume-precision fills an empty precision (baselines too); --assume-inter-node NETWORK (and
+--assume-nics-per-node N) the network of a multi-node row that states none, such a row then
+summarised under that assumption, outside the headline. Each filled row says so.
 empty cells otherwise take predict's defaults, listed in the row's notes (data: synthetic).
 """
 
@@ -163,6 +172,21 @@ def register(sub: argparse._SubParsersAction) -> None:
         choices=PRECISIONS,
         help="precision for rows that do not state one; noted on each row",
     )
+    p.add_argument(
+        "--assume-inter-node",
+        default=None,
+        metavar="NETWORK",
+        help="network of multi-node rows that state none (e.g. ib-hdr for DGX A100 "
+        "SuperPODs); noted on each row, and those rows are summarised under that assumption, "
+        "outside the headline",
+    )
+    p.add_argument(
+        "--assume-nics-per-node",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --assume-inter-node: its NICs per node (multi-rail; DGX A100 / H100: 8)",
+    )
     p.set_defaults(func=run)
 
 
@@ -189,6 +213,8 @@ def run(args: argparse.Namespace) -> int:
         assume_baseline_batch=args.assume_baseline_batch,
         assume_batch=args.assume_batch,
         assume_precision=args.assume_precision,
+        assume_inter_node=args.assume_inter_node,
+        assume_nics_per_node=args.assume_nics_per_node,
         absolute=args.absolute,
         network_calibration=args.network_calibration,
     )
@@ -253,6 +279,8 @@ _RUNS_ONLY = (
     ("assume_baseline_batch", "--assume-baseline-batch", False),
     ("assume_batch", "--assume-batch", None),
     ("assume_precision", "--assume-precision", None),
+    ("assume_inter_node", "--assume-inter-node", None),
+    ("assume_nics_per_node", "--assume-nics-per-node", None),
     ("engine", "--engine", "fast"),
     ("absolute", "--absolute", False),
 )

@@ -27,9 +27,19 @@ Decisions (documented in ``ddlsim validate --help``, the README and docs/design.
 - ``variant`` tokens map onto predict's options where one exists: ``ps-colocated`` ->
   ``ps_colocated=True``; the parameter device (``ps-vars-on-cpu`` / ``ps-vars-on-gpu`` /
   ``local_parameter_device=gpu``) -> ``ps_placement``; ``dali`` (GPU input pipeline) ->
-  ``input_pipeline="dali"``. The others are listed in the notes as not mapped: ``xla`` and the
-  implementation tokens (``ngc-dle``, ``gluon-cv``, ...) change compute, which the baseline
-  anchor carries.
+  ``input_pipeline="dali"``; the software stack: ``channels_last`` -> ``layout="nhwc"``,
+  ``xla`` -> ``fusion="xla"``, ``tf32`` -> ``tf32=True``; ``apex-ddp`` -> apex's bucket size.
+  The ``framework`` column -> ``framework`` (tensorflow, pytorch, mxnet; a framework with no
+  modelled stack, oneflow or paddle, keeps TensorFlow's where a baseline anchors the compute,
+  and is skipped by ``--absolute``, ``framework-not-modelled``). The others are listed in the
+  notes as not mapped: the implementation tokens (``ngc-dle``, ``gluon-cv``, ...).
+- A combination the hardware or library cannot run (a ``tf32`` row on a GPU without TF32
+  tensor cores, cuDNN's fused batch norm on NCHW or fp32 tensors) is skipped with the reason
+  (``not-runnable``), never timed on another path.
+- A row whose ``note`` flags it ``SUSPECT`` (the measured files' convention: its stated
+  scaling exceeds the GPU count, or a 1-GPU cell is implausibly low) is skipped
+  (``suspect``), and so is a row whose baseline is flagged (``suspect-baseline``): an anchor
+  the source itself doubts would put its error on the scaling model.
 """
 
 from __future__ import annotations
@@ -47,6 +57,8 @@ from ddlsim.units import MiB
 from ddlsim.validate.baseline import BaselineChoice, BaselineIndex
 from ddlsim.validate.options import ValidateOptions
 from ddlsim.validate.runs import Run
+from ddlsim.workload.stack import FRAMEWORKS, UNMODELLED_FRAMEWORKS
+from ddlsim.workload.stack import resolve as resolve_stack
 from ddlsim.workload.zoo import MODEL_NAMES
 
 __all__ = ["METRIC_EFFICIENCY", "METRIC_IPS", "RowPlan", "ValidateOptions", "plan_row"]
@@ -54,6 +66,8 @@ __all__ = ["METRIC_EFFICIENCY", "METRIC_IPS", "RowPlan", "ValidateOptions", "pla
 METRIC_IPS = "images_per_sec"
 METRIC_EFFICIENCY = "scaling_efficiency"
 UNKNOWN_NAME = "unknown-name"
+#: the measured files' flag, in ``note``, of a row its compiler doubts
+SUSPECT = "SUSPECT"
 #: ``comm`` values of the schema that are not exchange methods ddlsim models
 SCHEMA_ONLY_COMMS = ("single", "other")
 
@@ -71,8 +85,12 @@ VARIANT_OPTIONS: dict[str, dict[str, Any]] = {
     "wfbp": {"schedule": "wfbp"},
     "mg-wfbp": {"schedule": "mg-wfbp"},
     "bytescheduler": {"schedule": "bytescheduler"},
-    # TF32 tensor-core math on (fp32 rows of Ampere and later): predict's default
+    # TF32 tensor-core math on (fp32 rows of Ampere and later): predict's default; a row of a
+    # GPU without TF32 tensor cores is not runnable (:func:`_not_runnable`)
     "tf32": {"tf32": True},
+    # the software stack (ddlsim.workload.stack): PyTorch's channels_last memory format, XLA
+    "channels_last": {"layout": "nhwc"},
+    "xla": {"fusion": "xla"},
     # NVIDIA apex's DistributedDataParallel: buckets of message_size = 10,000,000 elements
     # (apex/parallel/distributed.py default) of fp32 gradients, no smaller first bucket
     "apex-ddp": {"bucket_cap_mb": APEX_MESSAGE_ELEMENTS * 4 / MiB},
@@ -113,8 +131,16 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
             column=column,
             value=getattr(run, column),
         )
+    if SUSPECT in run.note:
+        return _skip("suspect", "the file flags the row SUSPECT (see its note)")
     if run.is_single_gpu and not options.absolute:
         return _skip("baseline-row", "single-GPU row (a baseline; nothing to scale)")
+    if options.absolute and run.framework in UNMODELLED_FRAMEWORKS:
+        return _skip(
+            "framework-not-modelled",
+            f"framework {run.framework!r} has no modelled software stack (--absolute times "
+            f"the compute with one: {', '.join(FRAMEWORKS)})",
+        )
     if run.images_per_sec is not None:
         metric = METRIC_IPS
     elif run.scaling_efficiency is not None:
@@ -138,8 +164,17 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         run = with_assumed_cells(run, options)
         notes.append(f"precision not stated: {run.precision} assumed (--assume-precision)")
     multi_node = run.multi_node
+    network_assumed = None
     if multi_node and run.inter_node in ("", "none"):
-        return _skip("network-unknown", "multi-node run without a stated network (inter_node)")
+        if options.assume_inter_node is None:
+            return _skip("network-unknown", "multi-node run without a stated network (inter_node)")
+        nics = options.assume_nics_per_node or run.nics_per_node or 1
+        run = replace(run, inter_node=options.assume_inter_node, nics_per_node=nics)
+        network_assumed = (
+            f"inter_node not stated: {options.assume_inter_node} with {nics} NIC(s) per node "
+            "assumed (--assume-inter-node)"
+        )
+        notes.append(network_assumed)
     batch, choice, batch_notes = _batch_and_baseline(run, index, options)
     if batch is None:
         if choice.run is not None:
@@ -149,6 +184,12 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         return _skip("no-batch", reason, choice.run)
     notes.extend(batch_notes)
     baseline = choice.run
+    if baseline is not None and SUSPECT in baseline.note:
+        return _skip(
+            "suspect-baseline",
+            f"its baseline {baseline.run_id} is flagged SUSPECT by the file (see its note)",
+            baseline,
+        )
     if options.absolute:
         baseline = None
         notes.append("compute not anchored: ddlsim's own per-layer model (--absolute)")
@@ -182,7 +223,17 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
             unmapped.append(token)
     if unmapped:
         notes.append(f"variant not mapped: {', '.join(unmapped)}")
-    assumption = assumed_bandwidth(run) if multi_node else None
+    if run.framework in FRAMEWORKS:
+        kwargs["framework"] = run.framework
+    elif run.framework:
+        notes.append(
+            f"framework {run.framework!r} has no modelled stack: TensorFlow's assumed (the "
+            "anchor carries its compute)"
+        )
+    problem = _not_runnable(run, kwargs)
+    if problem is not None:
+        return _skip("not-runnable", problem, baseline)
+    assumption = network_assumed or (assumed_bandwidth(run) if multi_node else None)
     if options.network_calibration is not None and multi_node:
         notes.extend(network_calibration_kwargs(options.network_calibration, run, kwargs))
     return RowPlan(
@@ -193,6 +244,25 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         anchored=baseline is not None,
         assumption=assumption,
     )
+
+
+def _not_runnable(run: Run, kwargs: dict[str, Any]) -> str | None:
+    """Why the row's GPU or library cannot run what it states (TF32 on a GPU without TF32
+    tensor cores; a stack cuDNN cannot run), or None."""
+    try:
+        device = catalog.device(run.gpu)
+        if "tf32" in run.variant and device.peak_tf32_flops is None:
+            return f"variant 'tf32': GPU {run.gpu!r} has no TF32 tensor cores"
+        resolve_stack(
+            kwargs.get("framework"),
+            kwargs.get("layout"),
+            kwargs.get("fusion"),
+            device,
+            run.precision,
+        )
+    except DdlsimError as exc:
+        return str(exc)
+    return None
 
 
 def with_assumed_cells(run: Run, options: ValidateOptions) -> Run:
@@ -243,6 +313,7 @@ _CLOSED_NAMES: dict[str, tuple[str, tuple[str, ...]]] = {
     "comm": ("comm method", (*COMM_METHODS, *SCHEMA_ONLY_COMMS)),
     "precision": ("precision", PRECISIONS),
     "data": ("data", DATA_KINDS),
+    "framework": ("framework", (*FRAMEWORKS, *UNMODELLED_FRAMEWORKS)),
 }
 #: columns naming a catalog entry: column -> look-up (raises UnknownNameError)
 _CATALOG_NAMES: dict[str, Callable[[str], object]] = {
@@ -260,6 +331,7 @@ NAME_COLUMNS = (
     "comm",
     "precision",
     "data",
+    "framework",
 )
 
 

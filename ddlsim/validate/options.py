@@ -28,7 +28,9 @@ class ValidateOptions:
     ``horovod_version``. Cell fillers (each noted on the rows it fills):
     ``assume_baseline_batch`` (an empty ``batch_per_gpu`` takes the baseline's),
     ``assume_batch`` (an empty ``batch_per_gpu`` that the baseline does not state either),
-    ``assume_precision`` (an empty ``precision``). ``absolute``: every row with a measured
+    ``assume_precision`` (an empty ``precision``), ``assume_inter_node`` and
+    ``assume_nics_per_node`` (the network of a multi-node row that states none, and its NICs
+    per node: such rows carry the assumption). ``absolute``: every row with a measured
     throughput, single-GPU rows included, is predicted from ddlsim's own per-layer compute
     model, with no measured anchor. ``network_calibration``: a file of ``ddlsim calibrate
     network``, given to predict for the rows on the network it measured.
@@ -45,6 +47,8 @@ class ValidateOptions:
     assume_baseline_batch: bool = False
     assume_batch: int | None = None
     assume_precision: str | None = None
+    assume_inter_node: str | None = None
+    assume_nics_per_node: int | None = None
     absolute: bool = False
     network_calibration: str | None = None
 
@@ -62,6 +66,17 @@ class ValidateOptions:
             )
         if self.assume_precision is not None and self.assume_precision not in PRECISIONS:
             raise UnknownNameError("assumed precision", self.assume_precision, PRECISIONS)
+        if self.assume_inter_node is not None:
+            from ddlsim.cluster import catalog
+
+            catalog.network(self.assume_inter_node)  # an unknown name is one error
+        nics = self.assume_nics_per_node
+        if nics is not None and (
+            isinstance(nics, bool) or not isinstance(nics, numbers.Integral) or not 1 <= nics <= 64
+        ):
+            raise ConfigError(f"assumed NICs per node must be an integer in 1..64, got {nics!r}")
+        if nics is not None and self.assume_inter_node is None:
+            raise ConfigError("--assume-nics-per-node needs --assume-inter-node")
         # the job's execution checks the fusion threshold's and cycle time's ranges, Strategy
         # the NCCL and Horovod releases
         ExecutionConfig(

@@ -25,13 +25,17 @@ def _entry(rows: Sequence[Any]) -> dict[str, Any]:
     }
 
 
-def summarise_absolute(rows: Sequence[Any]) -> dict[str, Any]:
-    """The 1-GPU rows of a ``validate --absolute`` pass by ``"<gpu> | <precision>"``."""
+def summarise_absolute(rows: Sequence[Any], by_framework: bool = False) -> dict[str, Any]:
+    """The 1-GPU rows of a ``validate --absolute`` pass by ``"<gpu> | <precision>"`` (with
+    ``by_framework``: ``"<gpu> | <precision> | <framework>"``)."""
     groups: dict[str, list[Any]] = {}
     for r in rows:
         if r.status != PREDICTED or r.rel_error is None or r.run.gpus != 1:
             continue
-        groups.setdefault(f"{r.run.gpu} | {r.run.precision}", []).append(r)
+        key = f"{r.run.gpu} | {r.run.precision}"
+        if by_framework:
+            key += f" | {r.run.framework or 'not stated'}"
+        groups.setdefault(key, []).append(r)
     return {key: _entry(groups[key]) for key in sorted(groups)}
 
 
@@ -65,12 +69,15 @@ def summarise(
         "what": "relative error of ddlsim's prediction (images/s, or the scaling efficiency "
         "for efficiency-only rows) against measured runs, by communication method and node "
         "count; bias > 0: ddlsim predicts faster than measured",
-        "source": "ddlsim validate traces/measured/runs.csv",
+        "source": "ddlsim validate traces/measured/runs.csv and runs_modern.csv",
         "assumed_pass": ASSUMED_PASS,
         "regimes": [label for label, _, _ in REGIMES],
         "by_comm_regime": table,
         "absolute_what": "1-GPU rows predicted from the shipped compute calibration with no "
-        "per-row anchor (ddlsim validate --absolute), by GPU and precision; calibrations "
-        "anchored to a measured run of the same configuration reproduce it by construction",
+        "per-row anchor (ddlsim validate --absolute), by GPU and precision, and by GPU, "
+        "precision and framework (each row's stack from its framework and variant); "
+        "calibrations anchored to a measured run of the same configuration reproduce it by "
+        "construction and are left out",
         "absolute_by_gpu_precision": summarise_absolute(absolute_rows),
+        "absolute_by_gpu_precision_framework": summarise_absolute(absolute_rows, True),
     }

@@ -35,6 +35,8 @@ from ddlsim.workload import kernels
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import LayerTiming, ModelProfile
 from ddlsim.workload.roofline import model_times_s
+from ddlsim.workload.stack import Stack
+from ddlsim.workload.stack import resolve as resolve_stack
 
 
 @dataclass(frozen=True)
@@ -77,10 +79,12 @@ def read_anchors(csv_path: str | Path) -> list[Anchor]:
 
 
 def roofline_profile(
-    model: ModelSpec, device: DeviceSpec, batch: int, precision: str
+    model: ModelSpec, device: DeviceSpec, batch: int, precision: str, stack: Stack | None = None
 ) -> ModelProfile:
-    """Unanchored roofline calibration (absolute level not trustworthy on its own)."""
-    times, optimizer_s = model_times_s(model, device, batch, precision)
+    """Unanchored roofline calibration (absolute level not trustworthy on its own) for the
+    software ``stack`` (None: TensorFlow's defaults on this device and precision)."""
+    stack = stack or resolve_stack(None, None, None, device, precision)
+    times, optimizer_s = model_times_s(model, device, batch, precision, stack=stack)
     layers = tuple(
         LayerTiming(layer.name, f, b, layer.grad_bytes("fp32"))
         for layer, (f, b) in zip(model.layers, times, strict=True)
@@ -94,7 +98,7 @@ def roofline_profile(
         layers=layers,
         unattributed_time_s=optimizer_s,
         step_time_s=step_s,
-        provenance={"method": "roofline"},
+        provenance={"method": "roofline", "stack": stack.to_dict()},
     )
 
 
@@ -140,7 +144,8 @@ def anchored_profile(
     anchors: list[Anchor],
     created: str | None = None,
 ) -> ModelProfile:
-    """The shipped calibration for one configuration (see the module docstring)."""
+    """The shipped calibration for one configuration (see the module docstring), timed for
+    TensorFlow's default stack (the anchors are TensorFlow runs without XLA)."""
     base = roofline_profile(model, device, batch, precision)
     created = created or _dt.date.today().isoformat()
     group = _matching(anchors, model.name, device.id, batch, precision)
@@ -151,9 +156,13 @@ def anchored_profile(
         "ddlsim_version": __version__,
         "schema_note": "roofline split",
         "per_layer_model": {
-            "conv_and_fc": kernels.provenance(device, precision),
+            "conv_and_fc": kernels.provenance(device, precision, kernels.step_library(device)),
+            "elementwise": "batch norm, bias, activation and residual add: passes over memory "
+            "by the stack's fusion (ddlsim.workload.passes) at the kernel model's DRAM "
+            "efficiency",
             "other_layers": "roofline: FLOPs and bytes against the catalog's peaks",
         },
+        "stack": base.provenance["stack"],
     }
     factor = 1.0
     if group:

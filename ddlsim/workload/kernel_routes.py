@@ -55,32 +55,43 @@ TC_ALIGN_BYTES = 16
 #: bytes of the reduction slice one main-loop iteration of a tensor-core kernel loads per
 #: operand row (the k of a 128 x 128 x 32 fp16 / 128 x 128 x 16 TF32 threadblock tile)
 TC_K_SLICE_BYTES = 64
-#: the layouts each family of kernels reads without a conversion kernel: cuDNN 6's CUDA-core
-#: kernels NCHW; cuDNN 7.6's tensor-core kernels both (its V100 fp16 passes on NCHW tensors
-#: show no conversion traffic: a 1x1 112x112x64 -> 64 weight gradient of 16 images took 82 us,
-#: reading x and dy once at 627 GB/s, where converting both would add another 103 MB)
+#: the layouts each family of kernels of the measured libraries reads without a conversion
+#: kernel: cuDNN 6's CUDA-core kernels NCHW; cuDNN 7.6's tensor-core kernels both (its V100
+#: fp16 passes on NCHW tensors show no conversion traffic: a 1x1 112x112x64 -> 64 weight
+#: gradient of 16 images took 82 us, reading x and dy once at 627 GB/s, where converting both
+#: would add another 103 MB; its 3x3 passes fit the model as well as its 1x1 ones, where
+#: transposes would make them 20-26% slower). A library's own :attr:`Library.tensor_layouts`
+#: say what its tensor-core kernels read.
 NATIVE_LAYOUTS = {"cuda": ("nchw",), "tensor": ("nchw", "nhwc")}
 
 
 @dataclass(frozen=True)
 class Library:
     """A cuDNN generation: whether it has tensor-core kernels, the passes whose reduction its
-    implicit-GEMM kernels split over more tiles (split-K), and the :class:`KernelModel`
-    coefficient of its fixed cost per call."""
+    implicit-GEMM kernels split over more tiles (split-K), the :class:`KernelModel`
+    coefficient of its fixed cost per call, and the layouts its tensor-core kernels read
+    without a conversion (``tensor_layouts``)."""
 
     name: str
     tensor_cores: bool
     split_k: tuple[str, ...]
     call_overhead: str
+    tensor_layouts: tuple[str, ...] = NATIVE_LAYOUTS["tensor"]
 
 
-#: the libraries measured (docs/design.md: what changed between them). cuDNN 6 splits only the
-#: weight gradient; cuDNN 7.6 also the forward pass (a V100 ran a 7x7x832 -> 128 5x5 forward,
-#: whose 7 output tiles would fill 7 of 80 SMs, at 41 TFLOP/s), not the data gradient (a
-#: 7x7x256 -> 512 3x3 data gradient of 8 images took 134 us: its 8 tiles unsplit).
+#: the libraries (docs/design.md: what changed between them). cuDNN 6 splits only the weight
+#: gradient; cuDNN 7.6 also the forward pass (a V100 ran a 7x7x832 -> 128 5x5 forward, whose 7
+#: output tiles would fill 7 of 80 SMs, at 41 TFLOP/s), not the data gradient (a 7x7x256 ->
+#: 512 3x3 data gradient of 8 images took 134 us: its 8 tiles unsplit). Both were measured.
+#: cuDNN 8 (the library of every framework release since mid-2020, and the first to run
+#: Ampere) was not: it is cuDNN 7.6's kernels and coefficients, except that its tensor-core
+#: kernels read NHWC only, so an NCHW operand is transposed first (NVIDIA's performance
+#: guide: NCHW tensors are transposed for tensor-core convolutions; measured NCHW / NHWC
+#: training pairs of the same GPU and release: docs/design.md, "The software stack").
 LIBRARIES = {
     "cudnn-6.0": Library("cuDNN 6.0.21", False, ("bwd_filter",), "call_overhead_s"),
     "cudnn-7.6": Library("cuDNN 7.6.2", True, ("fwd", "bwd_filter"), "cudnn7_call_overhead_s"),
+    "cudnn-8": Library("cuDNN 8", True, ("fwd", "bwd_filter"), "cudnn7_call_overhead_s", ("nhwc",)),
 }
 
 
@@ -160,23 +171,41 @@ def _operands(shape: ConvShape, pass_: str) -> tuple[tuple[int, int, int], ...]:
     return {"fwd": (x,), "bwd_data": (dy,), "bwd_filter": (x, dy)}[pass_]
 
 
+def _outputs(shape: ConvShape, pass_: str) -> tuple[tuple[int, int, int], ...]:
+    """(channels, images, pixels per image) of the activation a pass writes: fwd y, bwd_data
+    dx (the weight gradient is a filter)."""
+    n = shape.batch
+    x = (shape.in_c, n, shape.in_h * shape.in_w)
+    y = (shape.out_k, n, shape.out_h * shape.out_w)
+    return {"fwd": (y,), "bwd_data": (x,), "bwd_filter": ()}[pass_]
+
+
 def conversion_bytes(
     shape: ConvShape, pass_: str, native: tuple[str, ...], layout: str, align: int
 ) -> float:
-    """Elements moved by the conversion kernels before a pass whose kernels read the layouts
-    ``native`` and channels in multiples of ``align``, given tensors in ``layout``: each operand
-    that needs it is read once and written once (padded). One pixel per image (a fully
-    connected layer) is the same in both layouts, and so is a 1x1 filter; a filter that needs
-    it is converted too (forward and data gradient)."""
+    """Elements moved by the conversion kernels of a pass whose kernels read and write the
+    layouts ``native`` and channels in multiples of ``align``, given tensors in ``layout``:
+    each operand that needs it is read once and written once (padded) before the pass, and an
+    output in a layout the caller does not hold is read and written once more after it (the
+    NCHW <-> NHWC transposes around a kernel that runs the other layout). One pixel per image
+    (a fully connected layer) is the same in both layouts, and so is a 1x1 filter; a filter
+    that needs it is converted too (forward and data gradient; its gradient after the weight
+    gradient)."""
     moved = 0.0
     for channels, images, pixels in _operands(shape, pass_):
         padded = _pad(channels, align)
         if (layout not in native and pixels > 1) or padded != channels:
             moved += images * pixels * (channels + padded)
+    if layout not in native:
+        for channels, images, pixels in _outputs(shape, pass_):
+            if pixels > 1:
+                moved += 2 * images * pixels * channels
     taps = shape.filter_h * shape.filter_w
     padded_c = _pad(shape.in_c, align)
-    convert = (layout not in native and taps > 1) or padded_c != shape.in_c
-    if pass_ != "bwd_filter" and convert:
+    transposed = layout not in native and taps > 1
+    if (pass_ != "bwd_filter" and (transposed or padded_c != shape.in_c)) or (
+        pass_ == "bwd_filter" and transposed
+    ):
         moved += taps * shape.out_k * (shape.in_c + padded_c)
     return moved
 
@@ -275,7 +304,8 @@ def _tensor_core_s(
     c, k = _pad(shape.in_c, align), _pad(shape.out_k, align)
     t = _gemm_routes_s(shape, pass_, gpu, model, True, c, k, k_slice)
     t = max(t, _memory_roof_s(shape, gpu, model, c, k))
-    moved = conversion_bytes(shape, pass_, NATIVE_LAYOUTS["tensor"], layout, align)
+    native = LIBRARIES[gpu.library].tensor_layouts
+    moved = conversion_bytes(shape, pass_, native, layout, align)
     convert_s = gpu.elem_bytes * moved / (gpu.mem_Bps * model.memory_efficiency)
     return getattr(model, LIBRARIES[gpu.library].call_overhead) + t + convert_s
 

@@ -176,11 +176,13 @@ def default_model() -> KernelModel:
     return KernelModel(**{k: float(v["value"]) for k, v in doc["coefficients"].items()})
 
 
-def provenance(device: DeviceSpec | None = None, precision: str = "fp32") -> dict[str, Any]:
+def provenance(
+    device: DeviceSpec | None = None, precision: str = "fp32", library: str | None = None
+) -> dict[str, Any]:
     """What a calibration built with this model records: the model, its fit and coefficients;
-    for a ``device`` and ``precision`` also the cuDNN generation assumed (``library``) and the
-    families of kernels that time it (``kernels``: their peak and the measured file their
-    coefficients were fitted on)."""
+    for a ``device`` and ``precision`` also the cuDNN generation assumed (``library``, default
+    :func:`default_library`) and the families of kernels that time it (``kernels``: their peak
+    and the measured file their coefficients were fitted on)."""
     doc = model_document()
     out: dict[str, Any] = {
         "model": doc["model"],
@@ -190,7 +192,7 @@ def provenance(device: DeviceSpec | None = None, precision: str = "fp32") -> dic
     }
     if device is None or device.sm_count is None:
         return out
-    gpu = _gpu(device, precision)
+    gpu = _gpu(device, precision, library)
     families = {"cuda_core": gpu.cuda_flops}
     if gpu.tensor_flops:
         families["tensor_core"] = gpu.tensor_flops
@@ -219,10 +221,19 @@ def without_tf32(device: DeviceSpec) -> DeviceSpec:
 
 
 def default_library(device: DeviceSpec) -> str:
-    """The cuDNN generation a GPU is timed with unless the caller names one: the newest one
-    measured (:data:`LIBRARIES`) that its architecture's era ran, cuDNN 7.6 from Volta on
-    (Ampere and Hopper run later releases; 7.6 is the newest whose kernels were measured)."""
+    """The cuDNN generation a GPU's kernels are timed with unless the caller names one: the
+    newest one measured (:data:`LIBRARIES`) that its architecture's era ran, cuDNN 7.6 from
+    Volta on -- the library the kernel files were measured with (``ddlsim kernels``)."""
     return "cudnn-7.6" if has_tensor_cores(device) else "cudnn-6.0"
+
+
+def step_library(device: DeviceSpec) -> str:
+    """The cuDNN generation the per-layer model times a training step with: cuDNN 6.0 before
+    Volta, cuDNN 8 from Volta on -- the library of every framework release since mid-2020 and
+    the first to run Ampere and Hopper. Its kernels are cuDNN 7.6's (the newest measured), its
+    tensor-core kernels read NHWC only (:data:`LIBRARIES`): the two agree wherever the tensors
+    are in the layout those kernels read."""
+    return "cudnn-8" if has_tensor_cores(device) else "cudnn-6.0"
 
 
 def _gpu(device: DeviceSpec, precision: str, library: str | None = None) -> Gpu:

@@ -74,6 +74,7 @@ class Layer:
     output_shape: tuple[int, ...] = ()
     input_shape: tuple[int, ...] = ()
     stride: int = 1
+    activation: str | None = None
 
     @property
     def n_params(self) -> int:

@@ -1,4 +1,4 @@
-"""Re-timing a calibration by per-layer roofline ratios (another batch size or another GPU).
+"""Re-timing a calibration by per-layer roofline ratios (another batch size, GPU or stack).
 
 Each layer's forward and backward time is multiplied by the ratio of its roofline times on the
 new and the old (device, batch); the unattributed time by the optimizer's ratio (batch does not
@@ -14,6 +14,7 @@ from ddlsim.cluster.specs import DeviceSpec
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.profile import ModelProfile
 from ddlsim.workload.roofline import layer_time_s, optimizer_time_s
+from ddlsim.workload.stack import Stack
 
 
 def roofline_retime(
@@ -22,12 +23,18 @@ def roofline_retime(
     src: DeviceSpec,
     dst: DeviceSpec,
     batch: int,
+    src_stack: Stack | None = None,
+    dst_stack: Stack | None = None,
 ) -> ModelProfile:
-    """``profile`` (measured on ``src`` at its own batch) re-timed for ``dst`` at ``batch``."""
+    """``profile`` (measured on ``src`` at its own batch, run by ``src_stack``) re-timed for
+    ``dst`` at ``batch`` run by ``dst_stack`` (a stack None: TensorFlow's defaults on that
+    device, :mod:`ddlsim.workload.stack`)."""
     layers = []
     for layer, timing in zip(model.layers, profile.layers, strict=True):
-        f_old, b_old = layer_time_s(layer, src, profile.batch_per_gpu, profile.precision)
-        f_new, b_new = layer_time_s(layer, dst, batch, profile.precision)
+        f_old, b_old = layer_time_s(
+            layer, src, profile.batch_per_gpu, profile.precision, stack=src_stack
+        )
+        f_new, b_new = layer_time_s(layer, dst, batch, profile.precision, stack=dst_stack)
         layers.append(
             replace(
                 timing,

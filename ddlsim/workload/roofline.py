@@ -23,10 +23,21 @@ from dataclasses import dataclass
 
 from ddlsim.cluster.specs import DeviceSpec
 from ddlsim.errors import ConfigError
-from ddlsim.workload.kernels import ConvShape, conv_pass_s, default_model, dense_pass_s
+from ddlsim.workload.kernels import (
+    ConvShape,
+    conv_pass_s,
+    default_model,
+    dense_pass_s,
+    step_library,
+)
 from ddlsim.workload.layers import Layer, LayerKind, ModelSpec
+from ddlsim.workload.passes import passes as elementwise_passes
+from ddlsim.workload.stack import Stack
+from ddlsim.workload.stack import resolve as resolve_stack
 
 _MATMUL_KINDS = (LayerKind.CONV, LayerKind.FC)
+#: layers that are nothing but element-wise passes (:mod:`ddlsim.workload.passes`)
+_ELEMENTWISE_KINDS = (LayerKind.ADD, LayerKind.BATCHNORM, LayerKind.ACTIVATION)
 
 
 @dataclass(frozen=True)
@@ -113,14 +124,15 @@ def matmul_flops(layer: Layer) -> float:
     return 2.0 * kernel[0] * kernel[1] * kernel[2] * kernel[3] * spatial_out
 
 
-def _elementwise_passes(layer: Layer) -> tuple[int, int]:
-    """Full passes over the output activation that the non-matmul kernels of a layer make,
-    forward and backward (unfused TF1 kernels: bias add, batch norm, ReLU)."""
-    names = [t.name.rsplit("/", 1)[-1] for t in layer.tensors[1:]]
-    bn = any(n in ("beta", "gamma") for n in names)
-    bias = any(n in ("bias", "biases") for n in names)
-    fwd = 2 + 3 * bn + 2 * bias  # ReLU read+write; BN stats read, normalise read+write
-    return fwd, 2 * fwd
+def depthwise_backward_elems(layer: Layer) -> float:
+    """Activation elements one sample's depthwise backward pass moves: the data gradient
+    reads dy and writes dx (as the forward pass reads x and writes y), and the weight gradient
+    reduces, for each filter tap, dy times the input at that tap over every output pixel of
+    the channel: one reduction per tap, each reading dy and the tap's inputs (one thread block
+    per channel and tap in PyTorch's kernels, aten/src/ATen/native/cuda/DepthwiseConv2d.cu),
+    with no reuse between taps: ``2 * taps`` passes over the output's size."""
+    kh, kw = layer.tensors[0].shape[:2]
+    return layer.input_elems + layer.output_elems + 2 * kh * kw * layer.output_elems
 
 
 def conv_shape(layer: Layer, batch: int) -> ConvShape:
@@ -141,9 +153,12 @@ def _input_grad(layer: Layer, mm: float) -> bool:
     return layer.bwd_flops - (layer.fwd_flops - mm) > 1.5 * mm
 
 
-def _kernel_matmul_s(layer: Layer, device: DeviceSpec, batch: int, precision: str):
-    """(forward, backward) seconds of a conv / FC layer's matrix products by the kernel model,
-    or None where the kernel model does not apply (no SM count, depthwise, no geometry)."""
+def _kernel_matmul_s(
+    layer: Layer, device: DeviceSpec, batch: int, precision: str, layout: str = "nchw"
+):
+    """(forward, backward) seconds of a conv / FC layer's matrix products by the kernel model
+    on activations in ``layout``, or None where the kernel model does not apply (no SM count,
+    depthwise, no geometry)."""
     if device.sm_count is None or layer.kind not in _MATMUL_KINDS:
         return None
     mm = matmul_flops(layer)
@@ -156,8 +171,15 @@ def _kernel_matmul_s(layer: Layer, device: DeviceSpec, batch: int, precision: st
     if len(layer.input_shape) != 3 or len(layer.tensors[0].shape) != 4:
         return None
     shape = conv_shape(layer, batch)
-    fwd = conv_pass_s(shape, "fwd", device, precision)
-    return fwd, sum(conv_pass_s(shape, p, device, precision) for p in passes)
+    lib = step_library(device)
+    fwd = conv_pass_s(shape, "fwd", device, precision, layout=layout, library=lib)
+    bwd = sum(conv_pass_s(shape, p, device, precision, layout=layout, library=lib) for p in passes)
+    return fwd, bwd
+
+
+def _stack(stack: Stack | None, device: DeviceSpec, precision: str) -> Stack:
+    """``stack``, else the default one (TensorFlow's) for this device and precision."""
+    return stack if stack is not None else resolve_stack(None, None, None, device, precision)
 
 
 def layer_time_s(
@@ -166,14 +188,19 @@ def layer_time_s(
     batch: int,
     precision: str = "fp32",
     params: RooflineParams = DEFAULT_PARAMS,
+    stack: Stack | None = None,
 ) -> tuple[float, float]:
-    """Forward and backward seconds of ``layer`` for ``batch`` samples on ``device``.
+    """Forward and backward seconds of ``layer`` for ``batch`` samples on ``device``, run by
+    the software ``stack`` (:mod:`ddlsim.workload.stack`; None: TensorFlow's defaults).
 
-    Weighted layers: the matmul part by the kernel model on a GPU (else on the compute roof with
-    cuDNN's fast-algorithm savings, or the memory roof, whichever binds), plus memory-bound
-    passes of their bias / batch norm / activation kernels. Other layers: one roofline over
-    their own FLOPs and bytes.
+    Weighted layers: the matmul part by the kernel model on a GPU, on activations in the
+    stack's layout (else on the compute roof with cuDNN's fast-algorithm savings, or the
+    memory roof, whichever binds), plus the memory-bound passes of their bias / batch norm /
+    activation kernels under the stack's fusion (:mod:`ddlsim.workload.passes`). Residual
+    adds, stand-alone batch norms and activations: their passes. Other layers: one roofline
+    over their own FLOPs and bytes.
     """
+    stack = _stack(stack, device, precision)
     act_bytes = 2 if precision == "amp" else 4
     bytes_per_s = memory_Bps(device, params)
     weight_bytes = 4 * layer.n_params
@@ -181,11 +208,11 @@ def layer_time_s(
     io_fwd = batch * (layer.input_elems + layer.output_elems) * act_bytes + weight_bytes
     io_bwd = batch * (layer.output_elems + 2 * layer.input_elems) * act_bytes + 2 * weight_bytes
     mm = matmul_flops(layer)
+    pf, pb = elementwise_passes(layer, stack.fusion)
+    out_bytes = batch * layer.output_elems * act_bytes
+    epilogue_fwd, epilogue_bwd = pf * out_bytes / bytes_per_s, pb * out_bytes / bytes_per_s
     if mm > 0:
-        pf, pb = _elementwise_passes(layer)
-        out_bytes = batch * layer.output_elems * act_bytes
-        epilogue_fwd, epilogue_bwd = pf * out_bytes / bytes_per_s, pb * out_bytes / bytes_per_s
-        kernel = _kernel_matmul_s(layer, device, batch, precision)
+        kernel = _kernel_matmul_s(layer, device, batch, precision, stack.layout)
         if kernel is not None:  # the conv / matmul call's fixed cost is in the kernel model
             fwd_mm_s, bwd_mm_s = kernel
             epilogue_kernels_s = overhead_s - params.kernel_overhead_s
@@ -201,8 +228,14 @@ def layer_time_s(
         rate = peak_flops(device, precision, layer.kind) * eff
         rate *= algorithm_speedup(layer, precision, params)
         bwd_mm = max(layer.bwd_flops - (layer.fwd_flops - mm), 0.0)
+        if layer.kind is LayerKind.DEPTHWISE_CONV:
+            io_bwd = batch * depthwise_backward_elems(layer) * act_bytes + 2 * weight_bytes
         fwd_s = max(batch * mm / rate, io_fwd / bytes_per_s) + epilogue_fwd
         bwd_s = max(batch * bwd_mm / rate, io_bwd / bytes_per_s) + epilogue_bwd
+    elif layer.kind in _ELEMENTWISE_KINDS:
+        rate = peak_flops(device, precision, layer.kind) * params.other_compute_efficiency
+        fwd_s = max(batch * layer.fwd_flops / rate, epilogue_fwd)
+        bwd_s = max(batch * layer.bwd_flops / rate, epilogue_bwd)
     else:
         rate = peak_flops(device, precision, layer.kind) * params.other_compute_efficiency
         fwd_s = max(batch * layer.fwd_flops / rate, io_fwd / bytes_per_s)
@@ -224,7 +257,10 @@ def model_times_s(
     batch: int,
     precision: str = "fp32",
     params: RooflineParams = DEFAULT_PARAMS,
+    stack: Stack | None = None,
 ) -> tuple[list[tuple[float, float]], float]:
-    """Per-layer (forward, backward) seconds and the optimizer seconds for one step."""
-    times = [layer_time_s(layer, device, batch, precision, params) for layer in model.layers]
+    """Per-layer (forward, backward) seconds and the optimizer seconds for one step run by
+    ``stack`` (None: TensorFlow's defaults)."""
+    stack = _stack(stack, device, precision)
+    times = [layer_time_s(layer, device, batch, precision, params, stack) for layer in model.layers]
     return times, optimizer_time_s(model, device, params)

@@ -86,6 +86,7 @@ class NetBuilder(BuilderCore):
         out_shape: tuple[int, ...],
         epilogue: tuple[list[GradTensor], int],
         stride: int = 1,
+        activation: str | None = None,
     ) -> Activation:
         extra, epi_flops = epilogue
         matmul_flops = 2 * macs
@@ -101,6 +102,7 @@ class NetBuilder(BuilderCore):
             needs_grad=True,
             stride=stride,
             input_shape=self.top.shape,
+            activation=activation,
         )
 
     def conv(
@@ -145,7 +147,7 @@ class NetBuilder(BuilderCore):
         macs = k_h * k_w * (c_in // groups) * out_elems
         shape = (h_out, w_out, out_ch)
         kind = LayerKind.CONV if groups == 1 else LayerKind.GROUPED_CONV
-        return self._weighted(kind, path, kernel, macs, shape, epi, stride)
+        return self._weighted(kind, path, kernel, macs, shape, epi, stride, activation)
 
     def depthwise_conv(
         self,
@@ -175,7 +177,14 @@ class NetBuilder(BuilderCore):
         epi = self._epilogue(path, out_ch, out_elems, bias is not False, bn, scale, activation)
         macs = k_h * k_w * out_elems
         return self._weighted(
-            LayerKind.DEPTHWISE_CONV, path, kernel, macs, (h_out, w_out, out_ch), epi, stride
+            LayerKind.DEPTHWISE_CONV,
+            path,
+            kernel,
+            macs,
+            (h_out, w_out, out_ch),
+            epi,
+            stride,
+            activation,
         )
 
     def fc(self, out_units: int, activation: str | None = "relu") -> Activation:
@@ -184,7 +193,9 @@ class NetBuilder(BuilderCore):
         path = self._path(self.next_name("affine"))
         kernel = GradTensor(f"{path}/weights", (n_in, out_units))
         epi = self._epilogue(path, out_units, out_units, True, False, False, activation)
-        return self._weighted(LayerKind.FC, path, kernel, n_in * out_units, (out_units,), epi)
+        return self._weighted(
+            LayerKind.FC, path, kernel, n_in * out_units, (out_units,), epi, 1, activation
+        )
 
     def batch_norm(self, scale: bool = False, activation: str | None = None) -> Activation:
         """Stand-alone batch norm ``batchnorm{N}`` (tf default ``scale=False``: beta only)."""
@@ -196,7 +207,15 @@ class NetBuilder(BuilderCore):
         if scale:
             tensors.append(GradTensor(f"{path}/gamma", (ch,)))
         return self._add(
-            path, LayerKind.BATCHNORM, tensors, flops, flops, elems, self.top.shape, True
+            path,
+            LayerKind.BATCHNORM,
+            tensors,
+            flops,
+            flops,
+            elems,
+            self.top.shape,
+            True,
+            activation=activation,
         )
 
     def squeeze_excitation(self, squeeze_ch: int, activation: str = "relu") -> Activation:
@@ -284,7 +303,20 @@ class NetBuilder(BuilderCore):
         """Stand-alone activation (``relu{N}``)."""
         if kind != "relu":
             raise ValueError(f"unsupported activation {kind!r}")
-        return self._elementwise("relu", LayerKind.ACTIVATION, RELU_FLOPS_PER_ELEM)
+        elems = self.top.elems
+        flops = RELU_FLOPS_PER_ELEM * elems
+        path = self._path(self.next_name("relu"))
+        return self._add(
+            path,
+            LayerKind.ACTIVATION,
+            (),
+            flops,
+            flops,
+            elems,
+            self.top.shape,
+            self.top.needs_grad,
+            activation=kind,
+        )
 
     def dropout(self) -> Activation:
         """Dropout (``dropout{N}``); the keep probability does not change the cost."""
@@ -303,7 +335,17 @@ class NetBuilder(BuilderCore):
         flops = ADD_FLOPS_PER_ELEM * elems + (RELU_FLOPS_PER_ELEM * elems if activation else 0)
         path = self._path(self.next_name("add"))
         grad = self.top.needs_grad or shortcut.needs_grad
-        return self._add(path, LayerKind.ADD, (), flops, flops, 2 * elems, self.top.shape, grad)
+        return self._add(
+            path,
+            LayerKind.ADD,
+            (),
+            flops,
+            flops,
+            2 * elems,
+            self.top.shape,
+            grad,
+            activation=activation,
+        )
 
     def concat(self, branches: Sequence[Activation]) -> Activation:
         """Channel concatenation of branch outputs of equal ``H, W`` (``concat{N}``)."""

@@ -118,6 +118,7 @@ class BuilderCore:
         needs_grad: bool,
         stride: int = 1,
         input_shape: tuple[int, ...] = (),
+        activation: str | None = None,
     ) -> Activation:
         if path in self._names:
             raise ValueError(f"duplicate layer name {path!r}")
@@ -134,6 +135,7 @@ class BuilderCore:
             out_shape,
             input_shape,
             stride,
+            activation,
         )
         self._layers.append(layer)
         self.top = out
