@@ -32,63 +32,19 @@ per iteration (``RunRecord.sync_s``).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import simpy
 
+from ddlsim.engine.channels import CostFn, fuse, merged
+from ddlsim.engine.core import SYNC_PARTS, EngineConfig
 from ddlsim.engine.intervals import clip, length, union_intervals
 from ddlsim.engine.plan import CommOp, Plan
 from ddlsim.engine.sync import rank_factors
+from ddlsim.engine.trace import INTERFERENCE, Span
 from ddlsim.horovod import next_tick_s
-
-CostFn = Callable[[CommOp, np.ndarray], np.ndarray]
-
-
-@dataclass(frozen=True)
-class Span:
-    """One interval on one worker's stream (seconds)."""
-
-    worker: int
-    stream: str  # compute | comm:<channel> | coordinator | input
-    name: str
-    kind: str
-    start_s: float
-    end_s: float
-    iteration: int
-    nbytes: int = 0
-    parts: tuple[str, ...] = ()  # a collective fused at run time: the plan's ops it carries
-
-
-NegotiationFn = Callable[[int, int], float]
-#: name and kind of the compute-stream span that interference with communication adds
-INTERFERENCE = "interference"
-#: per-iteration synchronisation parts of worker 0, in ``RunRecord.sync_s`` column order
-SYNC_PARTS = ("contention_s", "interference_s", "straggler_wait_s")
-
-
-@dataclass
-class EngineConfig:
-    """Engine knobs: simulated workers, their speeds, iterations and Horovod timing."""
-
-    n_workers: int = 1
-    slowdown: np.ndarray | None = None  # per-worker compute time multiplier (1 = nominal)
-    jitter_sigma: float = 0.0  # log-normal sigma of per-segment compute noise
-    rank_sigma: float = 0.0  # detailed: log-normal sigma of each rank's per-iteration speed
-    sync_stretch: float = 1.0  # fast: compute stretch of waiting for the slowest rank (>= 1)
-    contention: float = 0.0  # compute slowdown of GPUs sharing a node (fraction)
-    interference: float = 0.0  # fraction of the GPU communication kernels hold while running
-    seed: int = 0
-    warmup_iterations: int = 2
-    measured_iterations: int = 3
-    horovod: bool = False
-    cycle_time_s: float = 0.0
-    sleep_after_work: bool = False  # Horovod <= 0.12: a fixed sleep after each cycle's work
-    fusion_threshold_bytes: int | None = None  # Horovod: fuse what is pending at a cycle
-    negotiation: NegotiationFn | None = None  # (tensors, responses) -> seconds per cycle
-    trace_workers: frozenset[int] = frozenset({0})
 
 
 @dataclass
@@ -349,30 +305,9 @@ class _Run:
                 self.spans.append(
                     Span(w, "coordinator", "NEGOTIATE_ALLREDUCE", "negotiate", t0, env.now, it)
                 )
-            for it, group in self._fuse(batch):
+            for it, group in fuse(self.ops, batch, self.cfg.fusion_threshold_bytes):
                 self._submit(it, group, np.full(self.W, env.now))
             last_start, last_end = t0, env.now
-
-    def _fuse(self, batch: list[tuple[int, int]]) -> list[tuple[int, list[int]]]:
-        """Horovod packs the tensors ready at a cycle into fusion buffers of at most the
-        threshold, in order. The plan's ops are the buffers of nominal cycles; ops that end up
-        pending at the same cycle (a cycle stretched by its negotiation) are fused again here.
-        Without a threshold (``None``) or with 0 (fusion off) every op goes alone."""
-        limit = self.cfg.fusion_threshold_bytes
-        groups: list[tuple[int, list[int]]] = []
-        size = 0
-        for it, op_i in batch:
-            nbytes = self.ops[op_i].nbytes
-            last = groups[-1] if groups else None
-            same = last is not None and last[0] == it
-            same = same and self.ops[last[1][0]].channel == self.ops[op_i].channel
-            if limit and same and size + nbytes <= limit:
-                groups[-1][1].append(op_i)
-                size += nbytes
-            else:
-                groups.append((it, [op_i]))
-                size = nbytes
-        return groups
 
     def _channel(self, ch: int):
         """Serialise the ops of one channel; cost each with the engine's cost function. In
@@ -382,7 +317,7 @@ class _Run:
         while True:
             got = yield store.get()
             it, group, starts = got.item if self.prioritised else got
-            op = self.ops[group[0]] if len(group) == 1 else self._merged(group)
+            op = self.ops[group[0]] if len(group) == 1 else merged([self.ops[i] for i in group])
             starts = np.maximum(starts, self.free[ch])
             ends = np.asarray(self.cost(op, starts), dtype=float)
             self.free[ch] = ends
@@ -410,18 +345,6 @@ class _Run:
             if self.prioritised:  # the next operation is chosen when the channel frees
                 yield from self._wait_until(float(ends.min()))
 
-    def _merged(self, group: list[int]) -> CommOp:
-        """One collective carrying the plan's ops ``group`` (fused at run time)."""
-        ops = [self.ops[i] for i in group]
-        return CommOp(
-            name=f"{ops[0].name}+{len(ops) - 1}",
-            op=ops[0].op,
-            channel=ops[0].channel,
-            nbytes=sum(o.nbytes for o in ops),
-            layers=[layer for o in ops for layer in o.layers],
-            n_tensors=sum(o.n_tensors for o in ops),
-        )
-
 
 def reference_run(
     dag: Any,
@@ -439,37 +362,19 @@ def reference_run(
     (same plan, costs and knobs; no budget check, no caches)."""
     from ddlsim.comm.executor import execute
     from ddlsim.engine.plan import plan_from_dag
-    from ddlsim.engine.simulate import SimOptions
-    from ddlsim.engine.sync import expected_slowest_factor
-    from ddlsim.horovod import negotiation_model
+    from ddlsim.engine.simulate import SimOptions, engine_config
 
     opts = options or SimOptions()
-    sync = opts.sync
     detailed = opts.engine == "detailed"
-    n_workers = cluster.n_gpus if detailed else 1
-    slowdown = np.ones(n_workers)
-    for rank, factor in opts.slowdown.items():
-        slowdown[rank] = factor
-    net_latency_s = cluster.nic.latency_s if cluster.nic is not None else 0.0
-    cfg = EngineConfig(
-        n_workers=n_workers,
-        slowdown=slowdown,
-        jitter_sigma=opts.jitter_sigma if detailed else 0.0,
-        rank_sigma=sync.rank_sigma if detailed and cluster.n_gpus > 1 else 0.0,
-        sync_stretch=1.0 if detailed else expected_slowest_factor(cluster.n_gpus, sync.rank_sigma),
-        contention=sync.contention(cluster),
-        interference=sync.interference_fraction(cluster, comm),
-        seed=opts.seed,
-        warmup_iterations=opts.warmup_iterations,
-        measured_iterations=opts.measured_iterations,
-        horovod=horovod and cluster.n_gpus > 1,
+    cfg = engine_config(
+        cluster,
+        comm,
+        opts,
+        horovod=horovod,
         cycle_time_s=cycle_time_s,
+        negotiation=negotiation,
         sleep_after_work=sleep_after_work,
         fusion_threshold_bytes=fusion_threshold_bytes,
-        negotiation=negotiation_model(
-            negotiation, cluster.n_gpus, cluster.local_gpus, net_latency_s, cluster.transport
-        ),
-        trace_workers=opts.trace_workers,
     )
 
     def fast(op: CommOp, starts: np.ndarray) -> np.ndarray:

@@ -160,10 +160,7 @@ def simulate(
                 f"0..{cluster.n_gpus - 1} and slowdowns in (0, 100]"
             )
     sync = opts.sync
-    rank_sigma = sync.rank_sigma
-    interference = sync.interference_fraction(cluster, comm)
     plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1)
-    net_latency_s = cluster.nic.latency_s if cluster.nic is not None else 0.0
     detailed = opts.engine == "detailed"
     n_workers = cluster.n_gpus if detailed else 1
     if detailed:  # refuse, before it starts, a run too large to finish or to fit in memory
@@ -187,28 +184,15 @@ def simulate(
         )  # fmt: skip
         if alone in _ALONE:
             return _ALONE[alone]
-    slowdown = np.ones(n_workers)
-    for rank, factor in opts.slowdown.items():
-        slowdown[rank] = factor
-    cfg = EngineConfig(
-        n_workers=n_workers,
-        slowdown=slowdown,
-        jitter_sigma=opts.jitter_sigma if detailed else 0.0,
-        rank_sigma=rank_sigma if detailed and cluster.n_gpus > 1 else 0.0,
-        sync_stretch=1.0 if detailed else expected_slowest_factor(cluster.n_gpus, rank_sigma),
-        contention=sync.contention(cluster),
-        interference=interference,
-        seed=opts.seed,
-        warmup_iterations=opts.warmup_iterations,
-        measured_iterations=opts.measured_iterations,
-        horovod=horovod and cluster.n_gpus > 1,
+    cfg = engine_config(
+        cluster,
+        comm,
+        opts,
+        horovod=horovod,
         cycle_time_s=cycle_time_s,
+        negotiation=negotiation,
         sleep_after_work=sleep_after_work,
         fusion_threshold_bytes=fusion_threshold_bytes,
-        negotiation=negotiation_model(
-            negotiation, cluster.n_gpus, cluster.local_gpus, net_latency_s, cluster.transport
-        ),
-        trace_workers=opts.trace_workers,
     )
     executed = [0.0, 0.0]
     cost = _detailed_cost(comm, executed) if detailed else _fast_cost(comm)
@@ -221,6 +205,48 @@ def simulate(
             _ALONE.clear()
         _ALONE[alone] = result
     return result
+
+
+def engine_config(
+    cluster: Cluster,
+    comm: CommModel,
+    opts: SimOptions,
+    *,
+    horovod: bool,
+    cycle_time_s: float,
+    negotiation: str,
+    sleep_after_work: bool,
+    fusion_threshold_bytes: int | None,
+) -> EngineConfig:
+    """The engine's knobs for ``opts`` on ``cluster`` (what :func:`simulate` and the SimPy
+    reference both run with)."""
+    sync = opts.sync
+    detailed = opts.engine == "detailed"
+    n_workers = cluster.n_gpus if detailed else 1
+    slowdown = np.ones(n_workers)
+    for rank, factor in opts.slowdown.items():
+        slowdown[rank] = factor
+    net_latency_s = cluster.nic.latency_s if cluster.nic is not None else 0.0
+    return EngineConfig(
+        n_workers=n_workers,
+        slowdown=slowdown,
+        jitter_sigma=opts.jitter_sigma if detailed else 0.0,
+        rank_sigma=sync.rank_sigma if detailed and cluster.n_gpus > 1 else 0.0,
+        sync_stretch=1.0 if detailed else expected_slowest_factor(cluster.n_gpus, sync.rank_sigma),
+        contention=sync.contention(cluster),
+        interference=sync.interference_fraction(cluster, comm),
+        seed=opts.seed,
+        warmup_iterations=opts.warmup_iterations,
+        measured_iterations=opts.measured_iterations,
+        horovod=horovod and cluster.n_gpus > 1,
+        cycle_time_s=cycle_time_s,
+        sleep_after_work=sleep_after_work,
+        fusion_threshold_bytes=fusion_threshold_bytes,
+        negotiation=negotiation_model(
+            negotiation, cluster.n_gpus, cluster.local_gpus, net_latency_s, cluster.transport
+        ),
+        trace_workers=opts.trace_workers,
+    )
 
 
 #: results of one GPU on the fast engine, by what they depend on (the plan's compute times, the
