@@ -219,10 +219,9 @@ def nearest_existing(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def check_existing_folder(path: str | os.PathLike[str], what: str = "output folder") -> None:
-    """``path`` is an existing folder ddlsim can write into (a folder named as an output is
-    never created: the module's rule); :class:`ConfigError`, one line, otherwise."""
-    p = Path(path)
+def _existing_folder_above(p: Path, what: str) -> Path:
+    """The closest existing ancestor of ``p`` (or ``p``), which must be a folder;
+    :class:`ConfigError`, one line, otherwise."""
     try:
         base = nearest_existing(p)
         is_dir = base.is_dir()
@@ -230,6 +229,14 @@ def check_existing_folder(path: str | os.PathLike[str], what: str = "output fold
         raise ConfigError(f"{what} {p}: {exc.strerror or exc}") from None
     if not is_dir:
         raise ConfigError(f"{what} {p}: {base} is not a directory")
+    return base
+
+
+def check_existing_folder(path: str | os.PathLike[str], what: str = "output folder") -> None:
+    """``path`` is an existing folder ddlsim can write into (a folder named as an output is
+    never created: the module's rule); :class:`ConfigError`, one line, otherwise."""
+    p = Path(path)
+    base = _existing_folder_above(p, what)
     if base != Path(os.path.abspath(p)):
         raise ConfigError(
             f"{what} {p} does not exist (ddlsim creates no folder you name: create it first)"
@@ -242,13 +249,7 @@ def check_folder(path: str | os.PathLike[str], what: str = "output folder") -> N
     """``path`` is a folder ddlsim can write into, or one of its own it can create (the user
     calibration directory; nothing is created here)."""
     p = Path(path)
-    try:
-        base = nearest_existing(p)
-        is_dir = base.is_dir()
-    except OSError as exc:
-        raise ConfigError(f"{what} {p}: {exc.strerror or exc}") from None
-    if not is_dir:
-        raise ConfigError(f"{what} {p}: {base} is not a directory")
+    base = _existing_folder_above(p, what)
     if not os.access(base, os.W_OK | os.X_OK):
         raise ConfigError(f"{what} {p}: {base} is not writable")
 

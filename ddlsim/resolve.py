@@ -60,17 +60,18 @@ class Setup:
 
     def simulate(self, options: SimOptions | None = None) -> SimResult:
         """Run the engine on this configuration."""
+        return simulate(self.dag, self.cluster, self.comm, options=options, **self.coordination())
+
+    def coordination(self) -> dict[str, Any]:
+        """The engine's Horovod keywords for this strategy (coordinator on or off, cycle,
+        negotiation, sleep, run-time fusion threshold)."""
         strategy = self.strategy
-        return simulate(
-            self.dag,
-            self.cluster,
-            self.comm,
+        return dict(
             horovod=strategy.is_horovod,
             cycle_time_s=strategy.cycle_time_s,
             negotiation=strategy.negotiation,
             sleep_after_work=strategy.release.sleep_after_work,
             fusion_threshold_bytes=strategy.runtime_fusion_bytes,
-            options=options,
         )
 
 

@@ -36,17 +36,8 @@ def test_the_engine_moves_time_as_the_simpy_reference_does(config, engine):
     j = job(**config, **engine)
     setup = prepare(j)
     options = sim_options(j.simulation)
-    strategy = setup.strategy
     reference = reference_run(
-        setup.dag,
-        setup.cluster,
-        setup.comm,
-        horovod=strategy.is_horovod,
-        cycle_time_s=strategy.cycle_time_s,
-        negotiation=strategy.negotiation,
-        sleep_after_work=strategy.release.sleep_after_work,
-        fusion_threshold_bytes=strategy.runtime_fusion_bytes,
-        options=options,
+        setup.dag, setup.cluster, setup.comm, options=options, **setup.coordination()
     )
     result = setup.simulate(options)
     ends = reference.iteration_end_s
