@@ -289,32 +289,11 @@ def test_ctrl_c_during_a_dask_sweep_leaves_nothing(tmp_path):
     exit 130, 'ddlsim: interrupted' on its own line, no traceback or Dask warning from any
     process, no output file, no scratch files (TMPDIR stays empty)."""
     import signal
-    import subprocess
-    import sys
     import time
 
-    pytest.importorskip("dask.distributed")
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    out = tmp_path / "rows.csv"
-    env = {
-        **os.environ,
-        "TMPDIR": str(scratch),
-        "PYTHONPATH": str(REPO),
-        "DDLSIM_CALIBRATION_DIR": str(tmp_path / "cal"),
-    }
-    # 12 detailed configurations, a few seconds each on 2 workers: the signal lands mid-sweep
-    argv = ["sweep", "--model", "resnet50", "vgg16", "inception3", "googlenet"]
-    argv += ["--gpus", "2048", "4096", "8192"]
-    argv += ["--engine", "detailed", "--workers", "2", "-o", str(out)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ddlsim", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
+    from dask_sweep import start_dask_sweep
+
+    proc, out, scratch = start_dask_sweep(tmp_path)
     seen = b""
     deadline = time.monotonic() + 60
     while b"configurations" not in seen and time.monotonic() < deadline:

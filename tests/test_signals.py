@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from dask_sweep import start_dask_sweep
 
 from ddlsim import signals
 from ddlsim.cli.main import main
@@ -84,33 +85,6 @@ def test_children_started_while_held_never_see_the_signals_and_one_sent_meanwhil
 # ----------------------------------------------------------------------------- a real sweep
 
 
-def _sweep(tmp_path: Path) -> tuple[subprocess.Popen, Path, Path]:
-    pytest.importorskip("dask.distributed")
-    scratch = tmp_path / "tmp"
-    scratch.mkdir()
-    out = tmp_path / "rows.csv"
-    out.write_text("the previous study\n")
-    env = {
-        **os.environ,
-        "TMPDIR": str(scratch),
-        "PYTHONPATH": str(REPO),
-        "DDLSIM_CALIBRATION_DIR": str(tmp_path / "cal"),
-    }
-    # 12 detailed configurations, a few seconds each on 2 workers: the signal lands mid-sweep
-    argv = ["sweep", "--model", "resnet50", "vgg16", "inception3", "googlenet"]
-    argv += ["--gpus", "2048", "4096", "8192"]
-    argv += ["--engine", "detailed", "--workers", "2", "-o", str(out)]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ddlsim", *argv],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    return proc, out, scratch
-
-
 def _stopped_cleanly(proc, out: Path, scratch: Path, seen: bytes, code: int, word: str) -> None:
     rest, err_rest = proc.communicate(timeout=120)
     err = (seen + err_rest).decode()
@@ -126,7 +100,7 @@ def _stopped_cleanly(proc, out: Path, scratch: Path, seen: bytes, code: int, wor
 @pytest.mark.parametrize(("sig", "code", "word"), [(signal.SIGTERM, 143, "terminated")])
 def test_sigterm_to_the_job_while_dask_workers_compute(tmp_path, sig, code, word):
     """As Slurm does: SIGTERM to every process of the job while the workers compute."""
-    proc, out, scratch = _sweep(tmp_path)
+    proc, out, scratch = start_dask_sweep(tmp_path, "the previous study\n")
     seen = b""
     deadline = time.monotonic() + 90
     while b"configurations" not in seen and time.monotonic() < deadline:
@@ -147,7 +121,7 @@ def test_sigterm_to_the_job_while_dask_workers_compute(tmp_path, sig, code, word
 def test_a_signal_in_the_first_seconds_of_a_sweep_stops_it(tmp_path, sig, delay_s, code, word):
     """Sent while Python starts, ddlsim imports or the Dask cluster starts: never ignored, the
     previous output file stays as it was."""
-    proc, out, scratch = _sweep(tmp_path)
+    proc, out, scratch = start_dask_sweep(tmp_path, "the previous study\n")
     time.sleep(delay_s)
     os.killpg(proc.pid, sig)
     _stopped_cleanly(proc, out, scratch, b"", code, word)
