@@ -7,24 +7,10 @@ both on the same plans, fast and detailed, with every schedule, and requires the
 end times to the last bits. :func:`reference_run` builds the run as
 :func:`ddlsim.engine.simulate.simulate` does. Not used by predict.
 
-The original description of the replay follows.
-
-``simulate_plan`` runs ``W`` simulated workers through several iterations of a :class:`Plan`.
 Each worker is a SimPy process on its own compute stream; communication ops run on channels
 (one SimPy process each, ops serialised per channel); Horovod ops additionally wait for the
-coordinator's cycle tick and negotiation. The cost of an op is delegated to ``cost(op, starts)``
-which maps per-worker start times to per-worker end times:
-
-- the fast engine simulates one representative worker and costs ops in closed form;
-- the detailed engine simulates every worker (own speed, jitter) and executes each op as steps
-  of flows over shared links (:func:`ddlsim.comm.executor.execute`).
-
-Synchronisation terms (:mod:`ddlsim.engine.sync`) act on the compute stream: ``contention``
-slows every rank's compute when GPUs share a node; ``interference`` is the fraction of the GPU
-that communication kernels hold while they run, which slows compute overlapping them; the fast
-engine's ``sync_stretch`` adds the expected wait for the slowest rank after each compute run
-(the detailed engine draws every rank's factor instead). Worker 0's share of each is recorded
-per iteration (``RunRecord.sync_s``).
+coordinator's process (cycle tick and negotiation). Costs, synchronisation terms and fusion
+are the engine's own (:mod:`ddlsim.engine.core`'s docstring describes them).
 
 ``env.now`` is in seconds.
 """
@@ -351,31 +337,19 @@ def reference_run(
     cluster: Any,
     comm: Any,
     *,
-    horovod: bool = False,
-    cycle_time_s: float = 0.0,
-    negotiation: str = "cache",
-    sleep_after_work: bool = False,
-    fusion_threshold_bytes: int | None = None,
     options: Any = None,
+    **coordination: Any,
 ) -> RunRecord:
     """The SimPy run of the configuration :func:`ddlsim.engine.simulate.simulate` would run
-    (same plan, costs and knobs; no budget check, no caches)."""
+    (same plan, costs and knobs; ``coordination``: its Horovod keywords; no budget check, no
+    caches)."""
     from ddlsim.comm.executor import execute
     from ddlsim.engine.plan import plan_from_dag
     from ddlsim.engine.simulate import SimOptions, engine_config
 
     opts = options or SimOptions()
     detailed = opts.engine == "detailed"
-    cfg = engine_config(
-        cluster,
-        comm,
-        opts,
-        horovod=horovod,
-        cycle_time_s=cycle_time_s,
-        negotiation=negotiation,
-        sleep_after_work=sleep_after_work,
-        fusion_threshold_bytes=fusion_threshold_bytes,
-    )
+    cfg = engine_config(cluster, comm, opts, **coordination)
 
     def fast(op: CommOp, starts: np.ndarray) -> np.ndarray:
         return starts.max() + comm.time_s(op.nbytes, op.op, op.channel) + np.zeros_like(starts)
