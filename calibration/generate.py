@@ -4,11 +4,11 @@
 
 For every catalog GPU, zoo model, batch in BATCHES plus the batch sizes of measured single-GPU
 runs, and precision (fp32; amp where the GPU has a fast fp16 path): a split of the step by the
-per-layer model (ddlsim.workload.roofline; convolutions and matrix products by the kernel model
-fitted to the measured cuDNN kernels of traces/measured/kernels/, ddlsim.workload.kernels),
+per-layer model (ddlsim.compute.roofline; convolutions and matrix products by the kernel model
+fitted to the measured cuDNN kernels of traces/measured/kernels/, ddlsim.compute.kernels),
 anchored to the measured single-GPU throughput in traces/measured/runs.csv where the exact
 configuration (model, GPU, batch, precision) was measured, else the model's own step with no
-factor (see ddlsim.workload.anchored). Every file's provenance names the per-layer model, its
+factor (see ddlsim.calibration.anchored). Every file's provenance names the per-layer model, its
 fit, the kernel families and libraries that time it, and its anchor (or null). The printed
 measured/model ratios are a check of the model, not applied. The ``created`` date is fixed per
 release so that regenerating is reproducible (a test regenerates a few files and compares).
@@ -23,14 +23,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ddlsim.cluster import catalog  # noqa: E402
-from ddlsim.workload.anchored import (  # noqa: E402
+from ddlsim.calibration.anchored import (  # noqa: E402
     anchored_profile,
     measured_over_model,
     read_anchors,
 )
-from ddlsim.workload.profile import save  # noqa: E402
-from ddlsim.workload.store import calibration_path  # noqa: E402
+from ddlsim.calibration.profile import save  # noqa: E402
+from ddlsim.calibration.store import calibration_path  # noqa: E402
+from ddlsim.system import catalog  # noqa: E402
 from ddlsim.workload.zoo import MODEL_NAMES, get_model  # noqa: E402
 
 BATCHES = (32, 64, 128)

@@ -1,6 +1,6 @@
 """ddlsim — discrete-event simulator of distributed synchronous-SGD training.
 
-A job is three inputs (:mod:`ddlsim.config`): a workload (model, batch, precision, per-layer
+A job is three inputs (:mod:`ddlsim.config.groups`): a workload (model, batch, precision, per-layer
 compute calibration), a system (GPUs, links, network) and an execution (Horovod / NCCL / MPI /
 parameter servers and their knobs), simulated as its simulation settings say.
 :func:`ddlsim.predict` joins them; everything else sees one input. Units are SI throughout
@@ -19,6 +19,9 @@ _CONFIG = (
     "job",
 )
 __all__ = ["__version__", *_API, *_CONFIG]
+#: modules that moved in 0.2 (the folders that show the architecture): their former names,
+#: kept for one release (``from ddlsim import reproduce`` still works)
+_MOVED = {"reproduce": "ddlsim.config.record", "track_record": "ddlsim.config.track_record"}
 
 
 def __getattr__(name: str) -> object:
@@ -29,7 +32,17 @@ def __getattr__(name: str) -> object:
 
         return getattr(api, name)
     if name in _CONFIG:
-        from ddlsim import config
+        from ddlsim.config import groups as config
 
         return getattr(config, name)
+    if name in _MOVED:
+        import importlib
+        import warnings
+
+        warnings.warn(
+            f"ddlsim.{name} moved to {_MOVED[name]}; the old name goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return importlib.import_module(_MOVED[name])
     raise AttributeError(f"module 'ddlsim' has no attribute {name!r}")

@@ -1,7 +1,9 @@
 """``predict``: the one function that joins workload, system and execution.
 
 Everything else in ddlsim sees one input. :func:`predict_job` resolves a
-:class:`~ddlsim.config.JobConfig` (:func:`ddlsim.resolve.prepare`), simulates it and the same job
+:class:`~ddlsim.config.groups.JobConfig` (:func:`ddlsim.resolve.prepare.prepare`), simulates it and
+the
+same job
 on one GPU, and returns a :class:`Prediction`; :func:`predict` takes the job as flat keywords.
 """
 
@@ -12,19 +14,19 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddlsim import reproduce
-from ddlsim.cluster import catalog
+from ddlsim.calibration import network as netcal_file
+from ddlsim.calibration import use as calibration_use
 from ddlsim.comm import make_comm_model
 from ddlsim.comm.base import CommModel
-from ddlsim.config import JobConfig, SimulationConfig, job
-from ddlsim.dag import build_dag
+from ddlsim.config import record as reproduce
+from ddlsim.config.groups import JobConfig, SimulationConfig, job
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
-from ddlsim.netcal import calfile as netcal_file
+from ddlsim.execution.dag import build_dag
 from ddlsim.resilience.analysis import ResilienceResult, from_prediction
-from ddlsim.resolve import Setup, prepare, tf32_applies
+from ddlsim.resolve.prepare import Setup, prepare, tf32_applies
+from ddlsim.system import catalog
 from ddlsim.units import MiB
-from ddlsim.workload import calibration_use
 from ddlsim.workload.ttt import time_to_train_s
 
 __all__ = [
@@ -64,10 +66,10 @@ class Prediction:
     @property
     def track_record(self) -> dict[str, Any] | None:
         """ddlsim's measured error for this method at this node count
-        (:func:`ddlsim.track_record.lookup`); None for one GPU (nothing scales)."""
+        (:func:`ddlsim.config.track_record.lookup`); None for one GPU (nothing scales)."""
         if self.inputs["n_gpus"] == 1:
             return None
-        from ddlsim.track_record import lookup
+        from ddlsim.config.track_record import lookup
 
         return lookup(self.inputs["comm"], self.inputs["nodes"])
 
@@ -75,8 +77,8 @@ class Prediction:
     def compute_record(self) -> dict[str, Any]:
         """ddlsim's measured error for one GPU of this type at this precision (and framework,
         where its runs were measured), from its own compute model with no anchor
-        (:func:`ddlsim.track_record.lookup_absolute`)."""
-        from ddlsim.track_record import lookup_absolute
+        (:func:`ddlsim.config.track_record.lookup_absolute`)."""
+        from ddlsim.config.track_record import lookup_absolute
 
         stack = self.inputs.get("stack") or {}
         return lookup_absolute(self.inputs["gpu"], self.inputs["precision"], stack.get("framework"))
@@ -101,7 +103,7 @@ class Prediction:
 def predict(model: str | None = None, gpus: int = 1, **settings: Any) -> Prediction:
     """Predict one data-parallel training configuration given as flat keywords.
 
-    ``settings`` are the fields of the job's four groups (:mod:`ddlsim.config`): the workload
+    ``settings`` are the fields of the job's four groups (:mod:`ddlsim.config.groups`): the workload
     (``batch``, ``precision``, ``data``, ``calibration``, ``single_gpu_throughput``, ``epochs``,
     ...), the system (``gpu``, ``gpus_per_node``, ``intra_node``, ``inter_node``,
     ``transport``, ``nics_per_node``, ...), the execution (``comm``, ``n_ps``,
@@ -111,7 +113,7 @@ def predict(model: str | None = None, gpus: int = 1, **settings: Any) -> Predict
     ``checkpoint_write_GBps``, ``recovery``, ``checkpoint_interval_min``, ``restart_min``,
     ``mc_draws``, ...). An unknown keyword is a :class:`~ddlsim.errors.ConfigError`.
     ``inputs["predict_kwargs"]`` records every keyword the prediction ran with
-    (:mod:`ddlsim.reproduce`).
+    (:mod:`ddlsim.config.record`).
     """
     return predict_job(JobConfig.from_kwargs(model=model, gpus=gpus, **settings))
 
@@ -226,14 +228,14 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
 
 def _user_calibration(setup: Setup) -> dict[str, Any]:
     """``{"user": ...}`` when the user calibration directory has a file for this configuration
-    (used, shadowing a shipped one, or passed over: :class:`ddlsim.workload.store.Choice`)."""
+    (used, shadowing a shipped one, or passed over: :class:`ddlsim.calibration.store.Choice`)."""
     choice = setup.calibration_choice
     user = choice.to_dict() if choice is not None else None
     return {} if user is None else {"user": user}
 
 
 def record(job: JobConfig, setup: Setup) -> dict[str, Any]:
-    """What re-runs a result of ``job`` on ``setup`` (:func:`ddlsim.reproduce.record`); the
+    """What re-runs a result of ``job`` on ``setup`` (:func:`ddlsim.config.record.record`); the
     keywords left to the calibration file or their defaults are recorded with the values used,
     so that a record does not depend on later defaults."""
     call = job.kwargs()
@@ -248,7 +250,8 @@ def record(job: JobConfig, setup: Setup) -> dict[str, Any]:
 
 
 def rerun(path: str | os.PathLike[str]) -> Prediction:
-    """:func:`predict` of the record in the JSON result at ``path`` (:func:`ddlsim.reproduce.load`),
+    """:func:`predict` of the record in the JSON result at ``path``
+    (:func:`ddlsim.config.record.load`),
     checked to read the same calibration file. A hand-edited value predict cannot take (a list
     where a number belongs) is a :class:`ConfigError` naming the file, not a traceback."""
     kwargs, rec = reproduce.load(path)

@@ -2,7 +2,7 @@
 
     python scripts/fit_kernel_model.py [--write] [--skip-held-out]        (needs scipy)
 
-Two kernel files, two libraries (``ddlsim/workload/data/kernel_model.json`` says what each
+Two kernel files, two libraries (``ddlsim/compute/data/kernel_model.json`` says what each
 coefficient stands for):
 
 * ``deepbench_conv_fp32.csv``: cuDNN 6.0 fp32 on CUDA cores. Its P100 rows fit the five
@@ -46,21 +46,21 @@ import numpy as np
 from scipy.optimize import differential_evolution, minimize
 
 from ddlsim.atomic import atomic_write_text
-from ddlsim.calibrate.progress import Progress
-from ddlsim.workload import kernels
-from ddlsim.workload.kernel_check import (
+from ddlsim.compute import kernels
+from ddlsim.compute.kernel_check import (
     PASSES,
     KernelRow,
     error_stats,
     predict_rows,
     read_kernel_csv,
 )
+from ddlsim.tools.calibrate.progress import Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 KERNELS = ROOT / "traces" / "measured" / "kernels"
 FP32_CSV = KERNELS / "deepbench_conv_fp32.csv"
 FP16_CSV = KERNELS / "deepbench_conv_v100_fp16.csv"
-MODEL_JSON = ROOT / "ddlsim" / "workload" / "data" / kernels.MODEL_FILE
+MODEL_JSON = ROOT / "ddlsim" / "compute" / "data" / kernels.MODEL_FILE
 FIT_GPU = "p100"
 #: the DRAM efficiency of a fit without memory-bound passes (the roofline's figure)
 UNFITTED_MEMORY_EFFICIENCY = 0.7

@@ -33,12 +33,12 @@ import sys
 import numpy as np
 
 from ddlsim.api import predict
-from ddlsim.calibrate.progress import Progress
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA
 from ddlsim.errors import DdlsimError
-from ddlsim.validate.baseline import BaselineIndex
-from ddlsim.validate.mapping import METRIC_IPS, ValidateOptions, plan_row
-from ddlsim.validate.runs import read_runs
+from ddlsim.tools.calibrate.progress import Progress
+from ddlsim.tools.validate.baseline import BaselineIndex
+from ddlsim.tools.validate.mapping import METRIC_IPS, ValidateOptions, plan_row
+from ddlsim.tools.validate.runs import read_runs
 
 CONTENTION = (0.0, 0.02, 0.03, 0.035, 0.04, 0.045, 0.05, 0.06)
 SIGMA = (0.0, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05)

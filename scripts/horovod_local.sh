@@ -7,7 +7,7 @@
 #      compiles against the TensorFlow it finds, so it is built without build isolation), then
 #      Horovod 0.28.1 with TensorFlow and Gloo (no MPI, PyTorch or MXNet), and ddlsim itself;
 #      building Horovod takes about 20 minutes on 2 cores, once;
-#   3. runs `python -m ddlsim.hvdlocal "$@"`: calibrate the model on one core, measure
+#   3. runs `python -m ddlsim.tools.hvdlocal "$@"`: calibrate the model on one core, measure
 #      Horovod with 1 and 2 workers over Gloo, predict both with ddlsim, print the table and
 #      write traces/horovod/ and calibration/epyc-zen4-core/ (about 6 minutes on 2 cores).
 # Options go to the driver, e.g. --quick (smoke test), --model, --batch, --out DIR.
@@ -53,4 +53,4 @@ if ! horovod_ok; then
 fi
 pip_install -e '.[horovod]' # ddlsim and the extra (Horovod is already satisfied)
 
-exec "$PY" -m ddlsim.hvdlocal "$@"
+exec "$PY" -m ddlsim.tools.hvdlocal "$@"

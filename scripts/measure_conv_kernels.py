@@ -33,8 +33,8 @@ import sys
 import time
 from pathlib import Path
 
-from ddlsim.workload.kernel_check import MATHS, SHAPE_COLUMNS, TIME_COLUMNS
-from ddlsim.workload.kernels import PASSES
+from ddlsim.compute.kernel_check import MATHS, SHAPE_COLUMNS, TIME_COLUMNS
+from ddlsim.compute.kernels import PASSES
 
 DEFAULT_SHAPES = Path(__file__).resolve().parent.parent / (
     "traces/measured/kernels/deepbench_conv_fp32.csv"
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     import torch
 
-    from ddlsim.calibrate.devices import catalog_match, slug
+    from ddlsim.tools.calibrate.devices import catalog_match, slug
 
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():

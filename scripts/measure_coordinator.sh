@@ -2,7 +2,7 @@
 # Measure rank 0's CPU time per control message of a Horovod-0.9-style negotiation (one MPI
 # message per ready tensor to rank 0; responses sent back one by one) with Open MPI over shared
 # memory (standing for kernel-bypass RDMA) and over TCP loopback (sockets), and write the medians
-# of 5 runs each to traces/mpi/coordinator.json. ddlsim.horovod.CONTROL_MESSAGE_S cites them.
+# of 5 runs each to traces/mpi/coordinator.json. ddlsim.execution.horovod.CONTROL_MESSAGE_S cites them.
 # Installs Debian's Open MPI if mpicxx is missing. Usage: bash scripts/measure_coordinator.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

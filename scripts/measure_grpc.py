@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from ddlsim.calibrate.tf_env import cpu_name
+from ddlsim.tools.calibrate.tf_env import cpu_name
 
 OUT = Path(__file__).resolve().parents[1] / "traces" / "grpc" / "transfer.json"
 SIZES_MIB = (4, 64, 411)

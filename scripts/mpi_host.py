@@ -12,7 +12,7 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
-from ddlsim.calibrate.tf_env import cpu_name
+from ddlsim.tools.calibrate.tf_env import cpu_name
 
 
 def header(what: str, command: str) -> dict:

@@ -3,7 +3,7 @@
     python scripts/stack_terms.py [MODEL] [BATCH]      # default: resnet50_v1.5, 256
 
 For each GPU (A100 SXM4 40 GB, H100 SXM5) at amp and fp32 (TF32), each layout and each fusion:
-the step's milliseconds by term (:func:`ddlsim.workload.terms.step_terms_s`) and the images/s
+the step's milliseconds by term (:func:`ddlsim.compute.terms.step_terms_s`) and the images/s
 of the per-layer model. docs/design.md ("The software stack") quotes its output.
 """
 
@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import sys
 
-from ddlsim.cluster import catalog
+from ddlsim.compute.stack import Stack, check_supported
+from ddlsim.compute.terms import step_terms_s
 from ddlsim.errors import ConfigError
-from ddlsim.workload.stack import Stack, check_supported
-from ddlsim.workload.terms import step_terms_s
+from ddlsim.system import catalog
 from ddlsim.workload.zoo import get_model
 
 GPUS = ("a100", "h100")

@@ -1,4 +1,4 @@
-"""Rebuild (or check) ddlsim/data/track_record.json: the measured error that
+"""Rebuild (or check) ddlsim/config/data/track_record.json: the measured error that
 ``ddlsim predict`` quotes, by communication method and node count.
 
     python scripts/track_record.py            # print the table
@@ -7,7 +7,7 @@
 Runs ``ddlsim validate`` over traces/measured/runs.csv and traces/measured/runs_modern.csv: the
 default (anchored) pass of both, the large-N efficiency-only rows of runs.csv under their era's
 configuration (:data:`ASSUMED_PASS`), and an ``--absolute`` pass of both whose 1-GPU rows give
-the compute's own error per GPU, precision (and framework); see :mod:`ddlsim.track_record`.
+the compute's own error per GPU, precision (and framework); see :mod:`ddlsim.config.track_record`.
 """
 
 from __future__ import annotations
@@ -17,16 +17,16 @@ import sys
 from pathlib import Path
 
 from ddlsim.atomic import atomic_write_text
-from ddlsim.track_record import ASSUMED_PASS, FILE, format_line
-from ddlsim.validate.core import validate_file
-from ddlsim.validate.options import ValidateOptions
-from ddlsim.validate.runs import load_runs
-from ddlsim.validate.track_record_build import summarise
+from ddlsim.config.track_record import ASSUMED_PASS, FILE, format_line
+from ddlsim.tools.validate.core import validate_file
+from ddlsim.tools.validate.options import ValidateOptions
+from ddlsim.tools.validate.runs import load_runs
+from ddlsim.tools.validate.track_record_build import summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "traces" / "measured" / "runs.csv"
 MODERN = ROOT / "traces" / "measured" / "runs_modern.csv"
-OUT = ROOT / "ddlsim" / "data" / FILE
+OUT = ROOT / "ddlsim" / "config" / "data" / FILE
 
 
 def build(runs_csv: Path = RUNS, modern_csv: Path = MODERN) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from ddlsim.cluster.specs import Cluster, DeviceSpec, Hop
+from ddlsim.system.specs import Cluster, DeviceSpec, Hop
 
 DUMMY_DEVICE = DeviceSpec(
     id="dummy",

@@ -114,7 +114,7 @@ def test_an_absurd_sweep_grid_is_refused_before_it_is_expanded(capsys):
     err = capsys.readouterr().err
     assert "200,000 configurations" in err and "--max-configs 100,000" in err
     assert time.perf_counter() - start < 5
-    from ddlsim.analysis.sweep import expand_grid
+    from ddlsim.tools.analysis.sweep import expand_grid
 
     with pytest.raises(ConfigError, match="10,000 configurations"):
         expand_grid({"gpus": list(range(1, 101)), "batch": list(range(1, 101))}, max_configs=99)

@@ -13,9 +13,9 @@ import pytest
 
 tf = pytest.importorskip("tensorflow", reason="needs the calibrate extra (TensorFlow)")
 
-from ddlsim.calibrate import run as run_mod  # noqa: E402
+from ddlsim.calibration import profile as profile_io  # noqa: E402
 from ddlsim.cli.main import main  # noqa: E402
-from ddlsim.workload import profile as profile_io  # noqa: E402
+from ddlsim.tools.calibrate import run as run_mod  # noqa: E402
 from ddlsim.workload.zoo import MODEL_NAMES, get_model  # noqa: E402
 
 MODEL, BATCH = "mobilenet", 4  # small: ~5 s for the pass on 2 cores
@@ -40,7 +40,7 @@ def profiled(tmp_path_factory):
 
 @pytest.mark.parametrize("name", MODEL_NAMES)
 def test_keras_model_gradients_match_the_zoo(name):
-    from ddlsim.calibrate.keras_models import build_keras_model
+    from ddlsim.tools.calibrate.keras_models import build_keras_model
 
     model = build_keras_model(name, initializer="zeros")
     spec = get_model(name)
@@ -173,7 +173,7 @@ def test_ctrl_c_mid_pass_exits_130_and_writes_nothing(tmp_path, capsys, monkeypa
 def test_ctrl_c_while_writing_leaves_no_partial_file(profiled, tmp_path, capsys, monkeypatch):
     _, prof, _, _, _ = profiled
     result = run_mod.PassResult(prof, None, 0.0)
-    monkeypatch.setattr("ddlsim.calibrate.driver.profile_pass", lambda *a, **k: result)
+    monkeypatch.setattr("ddlsim.tools.calibrate.driver.profile_pass", lambda *a, **k: result)
 
     def interrupted_sync(fd: int) -> None:  # the bytes are written, not yet in place
         raise KeyboardInterrupt
@@ -187,7 +187,7 @@ def test_ctrl_c_while_writing_leaves_no_partial_file(profiled, tmp_path, capsys,
 def test_anchor_and_transfer_after_a_pass(profiled, tmp_path, capsys, monkeypatch):
     _, prof, _, _, _ = profiled
     result = run_mod.PassResult(prof, None, 0.0)
-    monkeypatch.setattr("ddlsim.calibrate.driver.profile_pass", lambda *a, **k: result)
+    monkeypatch.setattr("ddlsim.tools.calibrate.driver.profile_pass", lambda *a, **k: result)
     argv = ["calibrate", "--device", "cpu", "--model", MODEL, "--batch", str(BATCH)]
     argv += ["--catalog-id", "p100", "--anchor-throughput", "40", "--transfer-to", "v100"]
     assert main([*argv, "--output", str(tmp_path)]) == 0
@@ -234,7 +234,7 @@ def test_keras_grouped_conv_and_squeeze_excitation_compute_the_zoo_layers():
     ``y·sigmoid(y)``; squeeze-excitation scales each channel by the gate of its mean."""
     import numpy as np
 
-    from ddlsim.calibrate import keras_layers as kl
+    from ddlsim.tools.calibrate import keras_layers as kl
 
     x = tf.random.stateless_normal((2, 6, 6, 8), seed=(1, 2))
     conv = kl.ZooConv(

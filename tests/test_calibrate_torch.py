@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.calibrate.torch_profiler import (
+from ddlsim.calibration import profile as profile_io
+from ddlsim.cli.main import main
+from ddlsim.tools.calibrate.torch_profiler import (
     BACKWARD_EVENT,
     LAYER_EVENT_PREFIX,
     STEP_EVENT,
     Event,
     attribute,
 )
-from ddlsim.cli.main import main
-from ddlsim.workload import profile as profile_io
 from ddlsim.workload.zoo import MODEL_NAMES, get_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,8 +116,8 @@ def test_a_cpu_file_is_refused_on_a_gpu_with_the_command_that_records_it(capsys)
 def test_torch_model_is_the_zoo_tensor_for_tensor(name):
     import torch
 
-    from ddlsim.calibrate.torch_layers import torch_shape
-    from ddlsim.calibrate.torch_models import build_torch_model
+    from ddlsim.tools.calibrate.torch_layers import torch_shape
+    from ddlsim.tools.calibrate.torch_models import build_torch_model
 
     model = build_torch_model(name, device="meta")
     spec = get_model(name)
@@ -143,7 +143,7 @@ def test_torch_model_is_the_zoo_tensor_for_tensor(name):
 
 @needs_torch
 def test_same_padding_matches_tensorflow():
-    from ddlsim.calibrate.torch_layers import same_padding
+    from ddlsim.tools.calibrate.torch_layers import same_padding
 
     assert same_padding(224, 7, 2, "SAME") == (2, 3)  # one more after, as TensorFlow pads
     assert same_padding(56, 3, 1, "SAME") == (1, 1)
@@ -228,7 +228,7 @@ def test_torch_grouped_conv_and_squeeze_excitation_compute_the_zoo_layers():
     import torch
     import torch.nn.functional as F  # noqa: N812
 
-    from ddlsim.calibrate import torch_layers as tl
+    from ddlsim.tools.calibrate import torch_layers as tl
     from ddlsim.workload.zoo.builder import NetBuilder
 
     b = NetBuilder((6, 6, 8))

@@ -8,23 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.calibrate.devices import (
+from ddlsim.calibration import profile as profile_io
+from ddlsim.calibration.store import calibration_path, shipped_dir
+from ddlsim.calibration.transfer import anchor_throughput, transfer_device
+from ddlsim.cli.main import main
+from ddlsim.compute.roofline import layer_time_s
+from ddlsim.errors import CalibrationError, ConfigError, UnknownNameError
+from ddlsim.system.catalog import device
+from ddlsim.tools.calibrate.devices import (
     LocalDevice,
     catalog_match,
     parse_device_flag,
     resolve_target,
     slug,
 )
-from ddlsim.calibrate.logs import check_log, read_log
-from ddlsim.calibrate.profiler import LayerMatcher, OpEvent, StepWindow, _top_level, attribute
-from ddlsim.calibrate.progress import Progress, SummaryRow, format_duration, format_table
-from ddlsim.cli.main import main
-from ddlsim.cluster.catalog import device
-from ddlsim.errors import CalibrationError, ConfigError, UnknownNameError
-from ddlsim.workload import profile as profile_io
-from ddlsim.workload.roofline import layer_time_s
-from ddlsim.workload.store import calibration_path, shipped_dir
-from ddlsim.workload.transfer import anchor_throughput, transfer_device
+from ddlsim.tools.calibrate.logs import check_log, read_log
+from ddlsim.tools.calibrate.profiler import LayerMatcher, OpEvent, StepWindow, _top_level, attribute
+from ddlsim.tools.calibrate.progress import Progress, SummaryRow, format_duration, format_table
 from ddlsim.workload.zoo import get_model
 
 DATA = Path(__file__).parent / "data"
@@ -312,7 +312,7 @@ def test_cli_log_checked_before_profiling(tmp_path, capsys):
 
 
 def test_ratio_warning_names_the_unattributed_time():
-    from ddlsim.calibrate.run import _warnings
+    from ddlsim.tools.calibrate.run import _warnings
 
     base = profile_io.load(shipped())
     assert _warnings(base) == []

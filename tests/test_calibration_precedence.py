@@ -1,6 +1,6 @@
 """Which calibration file predict uses when the user has their own (issue 23, item 1).
 
-The rule (:mod:`ddlsim.workload.store`): ``--calibration FILE`` always; otherwise a file that
+The rule (:mod:`ddlsim.calibration.store`): ``--calibration FILE`` always; otherwise a file that
 rests on a measurement of the GPU beats an estimate (re-timed from another GPU, or corrected by
 other GPUs' runs), and between two of the same standing the user's file wins, shadowing the
 shipped one. The report, ``--json``, ``calibrate``'s notes and ``ddlsim calibrations`` say
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.workload.store import shipped_dir
+from ddlsim.calibration.store import shipped_dir
 
 K80 = shipped_dir() / "k80" / "resnet50" / "b64-fp32.json"
 V100 = shipped_dir() / "v100-sxm2" / "resnet50" / "b64-fp32.json"
@@ -117,7 +117,7 @@ def test_calibrations_lists_the_users_files_and_what_each_does(cli, user_dir):
 
 
 def test_the_rule_is_one_function_of_the_two_files(tmp_path):
-    from ddlsim.workload.store import choose, estimate_kind
+    from ddlsim.calibration.store import choose, estimate_kind
 
     def file(gpu: str, provenance: dict) -> Path:
         path = tmp_path / gpu / "resnet50" / f"b64-fp32-{len(list(tmp_path.rglob('*')))}.json"

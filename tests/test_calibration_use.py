@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import ddlsim
+from ddlsim.calibration import profile as profile_io
+from ddlsim.calibration.transfer import transfer_device
 from ddlsim.errors import ConfigError
-from ddlsim.workload import profile as profile_io
-from ddlsim.workload.transfer import transfer_device
 
 REPO = Path(__file__).resolve().parents[1]
 K80_ALEXNET = REPO / "calibration" / "k80" / "alexnet" / "b32-fp32.json"
@@ -86,7 +86,7 @@ def test_a_file_for_a_device_the_catalog_does_not_know_is_refused_everywhere(dev
 
 
 def test_the_rule_holds_for_timeline_and_sweep(tmp_path, cli):
-    from ddlsim.analysis.sweep import evaluate
+    from ddlsim.tools.analysis.sweep import evaluate
 
     argv = ["timeline", "--calibration", str(K80_ALEXNET), "--gpu", "v100", "-o", "-"]
     code, out, _ = cli(*argv)

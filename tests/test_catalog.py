@@ -1,4 +1,4 @@
-"""Tests of the device / link catalogs and the cluster builder (ddlsim.cluster.catalog)."""
+"""Tests of the device / link catalogs and the cluster builder (ddlsim.system.catalog)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ddlsim.cluster import catalog
-from ddlsim.cluster.catalog import build_cluster, describe_cluster
-from ddlsim.cluster.specs import TRANSPORTS, Cluster
 from ddlsim.errors import CatalogError, ConfigError, UnknownNameError
+from ddlsim.system import catalog
+from ddlsim.system.catalog import build_cluster, describe_cluster
+from ddlsim.system.specs import TRANSPORTS, Cluster
 
 # The vocabulary of the measured-data columns (copied here; tests never read ../shared).
 GPUS = ("k80", "p100-pcie", "p100-sxm2", "p40", "v100-pcie", "v100-sxm2", "v100-sxm3")

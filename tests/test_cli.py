@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from ddlsim.calibration.profile import load, save
+from ddlsim.calibration.store import find_profile, shipped_dir
 from ddlsim.cli.main import main
-from ddlsim.cluster import catalog
-from ddlsim.cluster.specs import TRANSPORTS
-from ddlsim.strategy import COMM_METHODS
-from ddlsim.workload.profile import load, save
-from ddlsim.workload.store import find_profile, shipped_dir
+from ddlsim.execution.strategy import COMM_METHODS
+from ddlsim.system import catalog
+from ddlsim.system.specs import TRANSPORTS
 from ddlsim.workload.zoo import MODEL_NAMES, get_model
 
 EXIT_USAGE = 2

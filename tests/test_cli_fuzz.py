@@ -101,7 +101,7 @@ SEEDS = {
 
 
 def _sweep_csv() -> bytes:
-    from ddlsim.analysis.sweep import rows_to_csv, run_grid
+    from ddlsim.tools.analysis.sweep import rows_to_csv, run_grid
 
     rows = run_grid({"model": ["alexnet"], "gpus": [1, 2, 8], "comm": ["horovod-nccl", "ps"]})
     return rows_to_csv(rows).encode("utf-8")
@@ -385,7 +385,7 @@ def _fuzz(path: tuple[str, ...], examples: int):
 @pytest.fixture(autouse=True)
 def _no_tensorflow(monkeypatch):
     """``calibrate`` reports TensorFlow missing instead of profiling (seconds per example)."""
-    from ddlsim.calibrate import tf_env
+    from ddlsim.tools.calibrate import tf_env
 
     def missing():
         raise tf_env.TensorFlowMissingError(tf_env.INSTALL_HINT + " [fuzz test]")

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
+from ddlsim.calibration.store import shipped_dir
 from ddlsim.cli.main import main
-from ddlsim.workload.store import shipped_dir
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("DDLSIM_UPDATE_GOLDEN") == "1"

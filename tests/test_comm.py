@@ -10,13 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import clusters, make_cluster, sizes
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm import METHODS, make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.comm.executor import Schedule, execute, flows, step
 from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.comm.ps import PSModel
 from ddlsim.errors import ConfigError, SimulationError, UnknownNameError
+from ddlsim.system.specs import Cluster
 
 FAST = settings(max_examples=60, deadline=None)
 

@@ -7,7 +7,7 @@ import pytest
 
 from ddlsim.api import job, prepare
 from ddlsim.comm.placement import place
-from ddlsim.dag import COMM_KINDS, DiGraph, EdgeKind, NodeKind, build_dag, nodes_in_order
+from ddlsim.execution.dag import COMM_KINDS, DiGraph, EdgeKind, NodeKind, build_dag, nodes_in_order
 from ddlsim.workload.zoo import get_model
 
 

@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddlsim.api import job, predict, prepare
-from ddlsim.cluster import catalog
+from ddlsim.calibration.store import find_profile
 from ddlsim.engine.plan import plan_from_dag
 from ddlsim.engine.simulate import SimOptions
 from ddlsim.errors import ConfigError
-from ddlsim.workload.store import find_profile
+from ddlsim.system import catalog
 from ddlsim.workload.zoo import get_model
 
 # Homogeneous configurations: every worker is in the same position (co-located parameter
@@ -156,8 +156,8 @@ def test_jitter_needs_the_detailed_engine():
 
 
 def test_a_calibration_file_for_another_gpu_is_re_timed_and_says_so(tmp_path):
-    from ddlsim.workload.profile import save
-    from ddlsim.workload.transfer import transfer_device
+    from ddlsim.calibration.profile import save
+    from ddlsim.calibration.transfer import transfer_device
 
     prof = find_profile(get_model("resnet50"), catalog.device("p100"), 64, "fp32")
     path = save(prof, tmp_path / "p100.json")

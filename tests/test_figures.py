@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from ddlsim.analysis.plot import figure
-from ddlsim.analysis.sweep import read_rows, rows_to_csv, run_grid
+from ddlsim.tools.analysis.plot import figure
+from ddlsim.tools.analysis.sweep import read_rows, rows_to_csv, run_grid
 
 pytest.importorskip("matplotlib")
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.calibrate.progress import Progress
 from ddlsim.cli.main import build_parser
-from ddlsim.cluster import catalog
+from ddlsim.system import catalog
+from ddlsim.tools.calibrate.progress import Progress
 from ddlsim.workload.zoo import MODEL_NAMES
 
 REPO = Path(__file__).resolve().parents[1]

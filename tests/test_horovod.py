@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ddlsim.errors import ConfigError
-from ddlsim.horovod import (
+from ddlsim.execution.horovod import (
     CACHE,
     CONTROL_RECV_S,
     CONTROL_SEND_S,

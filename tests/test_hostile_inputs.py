@@ -33,7 +33,7 @@ def _one_error_line(code: int, err: str) -> str:
 
 @pytest.fixture
 def sweep_csv(tmp_path: Path) -> Path:
-    from ddlsim.analysis.sweep import rows_to_csv, run_grid
+    from ddlsim.tools.analysis.sweep import rows_to_csv, run_grid
 
     path = tmp_path / "sweep.csv"
     path.write_text(rows_to_csv(run_grid({"model": ["alexnet"], "gpus": [1, 8]})))
@@ -250,8 +250,8 @@ def test_calibrate_creates_only_its_own_folders(cli, tmp_path, monkeypatch):
 
 
 def test_workers_are_bounded_by_the_cores_and_the_memory(cli, monkeypatch, tmp_path):
-    from ddlsim.analysis import distributed
     from ddlsim.engine import budget
+    from ddlsim.tools.analysis import distributed
 
     monkeypatch.setattr(distributed, "usable_cores", lambda: 2)
     monkeypatch.setattr(budget, "available_memory_bytes", lambda: 64e9)

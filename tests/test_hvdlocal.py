@@ -18,24 +18,24 @@ import numpy as np
 import pytest
 from strategies import make_cluster
 
+from ddlsim.calibration import profile as profile_io
 from ddlsim.cli.main import main
-from ddlsim.cluster import catalog
-from ddlsim.cluster.specs import Hop
 from ddlsim.comm import METHODS, make_comm_model
 from ddlsim.comm.executor import execute
 from ddlsim.comm.gloo import GlooModel
 from ddlsim.errors import ConfigError
-from ddlsim.hvdlocal import COMM, CPU_DEVICE_ID, INTRA_NODE, SOURCE_ID
-from ddlsim.hvdlocal import fit as fitting
-from ddlsim.hvdlocal.outputs import trim_timeline
-from ddlsim.hvdlocal.report import predict_kwargs, predict_run
-from ddlsim.strategy import COMM_METHODS, HOROVOD_METHODS
-from ddlsim.traces.importer import ImportFlags, build_row
-from ddlsim.traces.logs import parse_log
-from ddlsim.traces.phases import steady_state, timeline_phases
-from ddlsim.traces.timeline import load_timeline, parse_events
-from ddlsim.validate.runs import read_runs
-from ddlsim.workload import profile as profile_io
+from ddlsim.execution.strategy import COMM_METHODS, HOROVOD_METHODS
+from ddlsim.system import catalog
+from ddlsim.system.specs import Hop
+from ddlsim.tools.hvdlocal import COMM, CPU_DEVICE_ID, INTRA_NODE, SOURCE_ID
+from ddlsim.tools.hvdlocal import fit as fitting
+from ddlsim.tools.hvdlocal.outputs import trim_timeline
+from ddlsim.tools.hvdlocal.report import predict_kwargs, predict_run
+from ddlsim.tools.traces.importer import ImportFlags, build_row
+from ddlsim.tools.traces.logs import parse_log
+from ddlsim.tools.traces.phases import steady_state, timeline_phases
+from ddlsim.tools.traces.timeline import load_timeline, parse_events
+from ddlsim.tools.validate.runs import read_runs
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORD = ROOT / "traces" / "horovod"
@@ -119,8 +119,8 @@ def ddlsim_predict(**kw):
 
 
 def test_the_simulated_timeline_names_gloo_like_horovod() -> None:
-    from ddlsim.analysis.trace_events import EventFactory
     from ddlsim.api import job, prepare
+    from ddlsim.tools.analysis.trace_events import EventFactory
 
     kwargs = predict_kwargs(MODEL, 2, BATCH, None)
     setup = prepare(job(**{k: v for k, v in kwargs.items() if k != "model"}, model=MODEL))
@@ -284,7 +284,7 @@ def test_catalog_figures_are_the_committed_measurements() -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(util.find_spec("horovod") is None, reason="needs ddlsim[horovod]")
 def test_driver_smoke_run(tmp_path: Path, capsys) -> None:
-    from ddlsim.hvdlocal.driver import main as driver
+    from ddlsim.tools.hvdlocal.driver import main as driver
 
     out, cal = tmp_path / "out", tmp_path / "cal"
     argv = ["--quick", "--out", str(out), "--calibration-dir", str(cal), "--sweep-max-log2", "22"]

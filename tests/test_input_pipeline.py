@@ -6,10 +6,10 @@ import pytest
 
 from ddlsim.api import job, predict, prepare
 from ddlsim.cli.main import main
-from ddlsim.cluster import catalog
-from ddlsim.dag import NodeKind, nodes_in_order
 from ddlsim.errors import ConfigError
-from ddlsim.resolve import HOST_DECODE_IMAGES_PER_S_PER_THREAD
+from ddlsim.execution.dag import NodeKind, nodes_in_order
+from ddlsim.resolve.prepare import HOST_DECODE_IMAGES_PER_S_PER_THREAD
+from ddlsim.system import catalog
 
 DGX1V = dict(model="resnet50", gpu="v100-sxm2", batch=256, precision="amp", rank_sigma=0.0)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.analysis.sweep import read_rows
 from ddlsim.cli.main import main
+from ddlsim.tools.analysis.sweep import read_rows
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

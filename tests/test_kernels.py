@@ -1,4 +1,4 @@
-"""The per-layer kernel model (ddlsim.workload.kernels) and ``ddlsim kernels`` against measured
+"""The per-layer kernel model (ddlsim.compute.kernels) and ``ddlsim kernels`` against measured
 cuDNN convolutions (traces/measured/kernels/)."""
 
 from __future__ import annotations
@@ -12,23 +12,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddlsim.cli.main import main
-from ddlsim.cluster import catalog
-from ddlsim.errors import ConfigError
-from ddlsim.workload import kernel_routes, kernels
-from ddlsim.workload.kernel_check import (
+from ddlsim.compute import kernel_routes, kernels
+from ddlsim.compute.kernel_check import (
     predict_rows,
     read_kernel_csv,
     summarise,
     summarise_by_filter,
 )
-from ddlsim.workload.kernels import PASSES, ConvShape, conv_pass_s, default_model
-from ddlsim.workload.passes import passes as elementwise_passes
-from ddlsim.workload.roofline import (
-    DEFAULT_PARAMS,
-    conv_shape,
-    layer_time_s,
-    memory_Bps,
-)
+from ddlsim.compute.kernels import PASSES, ConvShape, conv_pass_s, default_model
+from ddlsim.compute.passes import passes as elementwise_passes
+from ddlsim.compute.roofline import DEFAULT_PARAMS, conv_shape, layer_time_s, memory_Bps
+from ddlsim.errors import ConfigError
+from ddlsim.system import catalog
 from ddlsim.workload.zoo import get_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.workload.kernel_check import read_kernel_csv
+from ddlsim.compute.kernel_check import read_kernel_csv
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("torch") is None, reason="needs the torch extra (PyTorch)"

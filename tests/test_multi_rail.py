@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 import ddlsim
-from ddlsim.cluster.catalog import build_cluster
-from ddlsim.cluster.specs import Hop
 from ddlsim.comm import make_comm_model
-from ddlsim.validate.runs import COLUMNS, format_rows, load_runs
+from ddlsim.system.catalog import build_cluster
+from ddlsim.system.specs import Hop
+from ddlsim.tools.validate.runs import COLUMNS, format_rows, load_runs
 
 METHODS = ["horovod-nccl", "horovod-mpi", "ps", "distributed-replicated", "byteps"]
 
@@ -108,7 +108,7 @@ def _runs(tmp_path: Path, nics: str | None) -> Path:
 
 
 def test_validate_reads_an_optional_nics_per_node_column(tmp_path: Path) -> None:
-    from ddlsim.validate.core import validate_file
+    from ddlsim.tools.validate.core import validate_file
 
     stated = validate_file(load_runs(_runs(tmp_path, "4")))
     assert stated[1].run is not None and stated[1].run.nics_per_node == 4
@@ -129,7 +129,7 @@ def test_format_rows_writes_the_optional_column_only_when_a_row_fills_it(tmp_pat
     "cell, code", [("0", "not-positive"), ("two", "bad-number"), ("99", "predict-error")]
 )
 def test_a_bad_nics_per_node_cell_skips_its_row_only(tmp_path: Path, cell: str, code: str) -> None:
-    from ddlsim.validate.core import validate_file
+    from ddlsim.tools.validate.core import validate_file
 
     results = validate_file(load_runs(_runs(tmp_path, cell)))
     assert results[1].code == code and "nics_per_node" in (results[1].reason or "")

@@ -8,13 +8,14 @@ from pathlib import Path
 import pytest
 
 import ddlsim
-from ddlsim.cluster import catalog
+from ddlsim.calibration import network as calfile
 from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
+from ddlsim.config.record import file_sha256
 from ddlsim.errors import CalibrationError, ConfigError
-from ddlsim.netcal import calfile, names
-from ddlsim.netcal.fit import Target, fit_link, with_link
-from ddlsim.netcal.logs import _version_from_code, read_log
-from ddlsim.reproduce import file_sha256
+from ddlsim.system import catalog
+from ddlsim.tools.netcal import names
+from ddlsim.tools.netcal.fit import Target, fit_link, with_link
+from ddlsim.tools.netcal.logs import _version_from_code, read_log
 
 REPO = Path(__file__).resolve().parents[1]
 LOGS = REPO / "traces" / "measured" / "collectives" / "logs"
@@ -177,7 +178,7 @@ def test_all_gather_logs_fit_through_the_ring_half(tmp_path):
 
 
 def test_the_horovod_gloo_sweep_gives_the_catalog_loopback_link():
-    """The catalog's loopback figures were fitted to the same sweep by ddlsim.hvdlocal."""
+    """The catalog's loopback figures were fitted to the same sweep by ddlsim.tools.hvdlocal."""
     target = Target("epyc-zen4-core", 2, "loopback", "none", None, 1, "2.14", "gloo")
     fit = fit_link(target, [read_log(SWEEP)], "intra")
     loop = catalog.intra_link("loopback")

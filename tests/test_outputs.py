@@ -146,19 +146,19 @@ WRITERS = [
     (
         ["sweep", "--model", "alexnet", "--serial", "--quiet", "-o", "{out}"],
         ".csv",
-        "ddlsim.analysis.grid.normalise_grid",
+        "ddlsim.tools.analysis.grid.normalise_grid",
     ),
-    (["plot", str(RUNS), "-o", "{out}"], ".png", "ddlsim.analysis.sweep.read_rows"),
-    (["validate", str(RUNS), "--plot", "{out}"], ".png", "ddlsim.validate.runs.read_runs"),
+    (["plot", str(RUNS), "-o", "{out}"], ".png", "ddlsim.tools.analysis.sweep.read_rows"),
+    (["validate", str(RUNS), "--plot", "{out}"], ".png", "ddlsim.tools.validate.runs.read_runs"),
     (
         ["traces", "import", str(LOG), "--gpu", "v100", "-o", "{out}"],
         ".csv",
-        "ddlsim.traces.importer.import_logs",
+        "ddlsim.tools.traces.importer.import_logs",
     ),
     (
         ["calibrate", "--calibration", str(SHIPPED), "--transfer-to", "v100", "--output", "{out}"],
         "",
-        "ddlsim.workload.profile.load",
+        "ddlsim.calibration.profile.load",
     ),
 ]
 IDS = [w[0][0] if w[0][0] != "traces" else "traces-import" for w in WRITERS]
@@ -203,7 +203,7 @@ def test_missing_folder_and_wrong_extension_fail_before_any_work(
 
 
 def test_calibrate_output_under_a_file_fails_before_any_work(tmp_path, monkeypatch, cli):
-    _no_work(monkeypatch, "ddlsim.workload.profile.load")
+    _no_work(monkeypatch, "ddlsim.calibration.profile.load")
     blocker = tmp_path / "file"
     blocker.write_text("")
     argv = ["calibrate", "--calibration", str(SHIPPED), "--transfer-to", "v100"]
@@ -231,8 +231,8 @@ def test_every_writer_follows_a_symlink(tmp_path, cli):
 
 def test_interrupted_calibrate_leaves_no_folder(tmp_path, monkeypatch, cli):
     """The folders ddlsim makes (the user calibration directory, here missing) go again."""
-    from ddlsim.calibrate import driver
-    from ddlsim.calibrate.devices import LocalDevice, Target
+    from ddlsim.tools.calibrate import driver
+    from ddlsim.tools.calibrate.devices import LocalDevice, Target
 
     cpu = LocalDevice("/device:CPU:0", "cpu", 0, "test CPU")
     monkeypatch.setattr(driver, "_target", lambda req: Target(cpu, "epyc-zen4-core", True))
@@ -250,7 +250,7 @@ def test_interrupted_calibrate_leaves_no_folder(tmp_path, monkeypatch, cli):
 
 
 def test_interrupted_profile_write_removes_the_folders_it_made(tmp_path, monkeypatch):
-    from ddlsim.workload import profile as profile_io
+    from ddlsim.calibration import profile as profile_io
 
     prof = profile_io.load(SHIPPED)
 
@@ -265,7 +265,7 @@ def test_interrupted_profile_write_removes_the_folders_it_made(tmp_path, monkeyp
 
 def test_interrupted_line_is_on_its_own(capsys, monkeypatch):
     """The progress bar's open line is ended before 'ddlsim: interrupted'."""
-    from ddlsim.analysis import sweep
+    from ddlsim.tools.analysis import sweep
 
     real, calls = sweep.evaluate, []
 

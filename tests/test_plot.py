@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.analysis.plot import series_dimensions
-from ddlsim.analysis.sweep import COLUMNS, evaluate, read_rows, run_grid, write_rows
 from ddlsim.cli.main import main
 from ddlsim.errors import ConfigError
+from ddlsim.tools.analysis.plot import series_dimensions
+from ddlsim.tools.analysis.sweep import COLUMNS, evaluate, read_rows, run_grid, write_rows
 
 pytest.importorskip("matplotlib")
 

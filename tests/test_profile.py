@@ -4,8 +4,7 @@ import json
 
 import pytest
 
-from ddlsim.errors import CalibrationError
-from ddlsim.workload.profile import (
+from ddlsim.calibration.profile import (
     SCHEMA_VERSION,
     LayerTiming,
     ModelProfile,
@@ -13,6 +12,7 @@ from ddlsim.workload.profile import (
     load,
     save,
 )
+from ddlsim.errors import CalibrationError
 
 
 def _profile(step_s: float = 0.5) -> ModelProfile:

@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import ddlsim
-from ddlsim.cluster.catalog import build_cluster
 from ddlsim.comm import make_comm_model
 from ddlsim.comm.placement import place, shard_bytes
 from ddlsim.comm.ps import GRPC_TASK_Bps
 from ddlsim.errors import UnknownNameError
+from ddlsim.system.catalog import build_cluster
 from ddlsim.workload.zoo import get_model
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -41,7 +41,7 @@ NOT_RUN = {
     "pip install": "installs packages (the tests run where they are installed)",
     "bash scripts/test.sh": "runs this test suite",
     "bash scripts/horovod_local.sh": "installs system packages and builds Horovod (~20 min)",
-    "python -m ddlsim.hvdlocal": "needs Horovod, which scripts/horovod_local.sh builds",
+    "python -m ddlsim.tools.hvdlocal": "needs Horovod, which scripts/horovod_local.sh builds",
     "python scripts/measure_conv_kernels.py": "needs a CUDA GPU",
     "ddlsim calibrate --gpu": "needs that GPU",
     "ddlsim calibrate --framework torch --gpu": "needs that GPU",

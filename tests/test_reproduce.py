@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import ddlsim
-from ddlsim import reproduce
 from ddlsim.cli.main import build_parser, main
-from ddlsim.config import JobConfig
+from ddlsim.config import record as reproduce
+from ddlsim.config.groups import JobConfig
 
 REPO = Path(__file__).resolve().parents[1]
 K80_ALEXNET = REPO / "calibration" / "k80" / "alexnet" / "b32-fp32.json"
@@ -169,7 +169,7 @@ def test_a_timeline_re_runs_as_a_prediction(tmp_path, capsys, cli):
 
 
 def test_a_sweep_row_re_runs_from_its_config_column():
-    from ddlsim.analysis.sweep import evaluate
+    from ddlsim.tools.analysis.sweep import evaluate
 
     row = evaluate({"model": "googlenet", "gpus": 16, "comm": "ps", "n_ps": 2})
     kwargs = reproduce.decode(json.loads(row["config"]))

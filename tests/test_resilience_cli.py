@@ -9,7 +9,7 @@ import pytest
 
 import ddlsim
 from ddlsim.api import predict
-from ddlsim.config import JobConfig, job
+from ddlsim.config.groups import JobConfig, job
 from ddlsim.errors import ConfigError
 from ddlsim.resilience import ResilienceConfig, from_prediction, job_from_prediction
 from ddlsim.resilience.config import DEFAULT_NODE_MTBF_HOURS, DEFAULT_NODE_MTBF_S, HOUR_S

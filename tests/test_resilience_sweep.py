@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 import ddlsim
-from ddlsim.analysis.grid import normalise_grid
-from ddlsim.analysis.sweep import (
+from ddlsim.errors import ConfigError
+from ddlsim.tools.analysis.grid import normalise_grid
+from ddlsim.tools.analysis.sweep import (
     COLUMNS,
     FAILURE_INPUT_COLUMNS,
     RESILIENCE_COLUMNS,
@@ -19,7 +20,6 @@ from ddlsim.analysis.sweep import (
     run_grid,
     write_rows,
 )
-from ddlsim.errors import ConfigError
 
 GRID = {
     "model": ["resnet50"],

@@ -1,4 +1,4 @@
-"""Scheduling policies of the S-SGD DAG (ddlsim.schedules): closed forms, the order of the
+"""Scheduling policies of the S-SGD DAG (ddlsim.execution.schedules): closed forms, the order of the
 policies, both engines, and bad input."""
 
 from __future__ import annotations
@@ -10,13 +10,7 @@ from hypothesis import strategies as st
 from ddlsim.api import job, predict, prepare
 from ddlsim.engine.plan import plan_from_dag
 from ddlsim.errors import ConfigError
-from ddlsim.schedules import (
-    Item,
-    merge_groups,
-    partitions,
-    plan_buckets,
-    serial_finish_s,
-)
+from ddlsim.execution.schedules import Item, merge_groups, partitions, plan_buckets, serial_finish_s
 
 #: every synchronisation term off: the closed forms hold exactly
 QUIET = dict(rank_sigma=0.0, host_contention=0.0, interference=False)
@@ -195,7 +189,7 @@ def test_the_cli_takes_the_schedule(cli):
 
 
 def test_ddp_buckets_close_at_their_cap_in_readiness_order():
-    from ddlsim.schedules import ddp_buckets
+    from ddlsim.execution.schedules import ddp_buckets
 
     items = _items([0.1, 0.2, 0.3, 0.4, 0.5], [600_000, 600_000, 10, 30_000_000, 5])
     buckets = ddp_buckets(items, 1 << 20, 25 << 20)

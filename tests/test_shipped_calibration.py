@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.cluster import catalog
-from ddlsim.workload.kernels import model_document, step_library
-from ddlsim.workload.profile import load
-from ddlsim.workload.store import calibration_path, find_profile, shipped_dir
+from ddlsim.calibration.profile import load
+from ddlsim.calibration.store import calibration_path, find_profile, shipped_dir
+from ddlsim.compute.kernels import model_document, step_library
+from ddlsim.system import catalog
 from ddlsim.workload.workload import Workload
 from ddlsim.workload.zoo import MODEL_NAMES, get_model
 
@@ -71,7 +71,7 @@ def test_anchored_files_reproduce_the_measured_throughput_they_cite():
 def test_the_per_layer_model_files_are_the_model_s_own_step():
     """Without an anchor the step is the per-layer model's: no factor (V100 amp once carried a
     0.80 fitted on two DLPERF rows; A100 / H100 inherited it)."""
-    from ddlsim.workload.anchored import roofline_profile
+    from ddlsim.calibration.anchored import roofline_profile
 
     for gpu, precision in (("v100-sxm2", "amp"), ("a100", "amp"), ("h100", "fp32"), ("a10", "amp")):
         dev = catalog.device(gpu)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from ddlsim import api
+from ddlsim.calibration.store import calibration_path, shipped_dir
 from ddlsim.engine import simulate as engine_simulate
 from ddlsim.engine.simulate import SimOptions
-from ddlsim.workload.store import calibration_path, shipped_dir
 
 pytestmark = pytest.mark.usefixtures("no_user_calibration")
 

@@ -9,26 +9,27 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ddlsim
-from ddlsim.cluster import catalog
-from ddlsim.errors import ConfigError, UnknownNameError
-from ddlsim.workload import kernel_routes, restack
-from ddlsim.workload.kernels import (
+from ddlsim.calibration import restack
+from ddlsim.compute import kernel_routes
+from ddlsim.compute.kernels import (
     ConvShape,
     conv_pass_s,
     conv_routes_s,
     default_library,
     step_library,
 )
-from ddlsim.workload.layers import LayerKind
-from ddlsim.workload.passes import dali_decode_bytes, epilogue_terms, passes
-from ddlsim.workload.roofline import (
+from ddlsim.compute.passes import dali_decode_bytes, epilogue_terms, passes
+from ddlsim.compute.roofline import (
     depthwise_backward_elems,
     layer_time_s,
     memory_Bps,
     model_times_s,
 )
-from ddlsim.workload.stack import Stack, calibration_stack, resolve
-from ddlsim.workload.terms import step_terms_s
+from ddlsim.compute.stack import Stack, calibration_stack, resolve
+from ddlsim.compute.terms import step_terms_s
+from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.system import catalog
+from ddlsim.workload.layers import LayerKind
 from ddlsim.workload.zoo import get_model
 
 FUSIONS = ("none", "bn-act", "xla")

@@ -6,11 +6,11 @@ import csv
 
 import pytest
 
-from ddlsim.analysis.distributed import run_on_dask
-from ddlsim.analysis.grid import normalise_grid
-from ddlsim.analysis.sweep import COLUMNS, evaluate, expand_grid, read_rows
 from ddlsim.cli.main import main
 from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.tools.analysis.distributed import run_on_dask
+from ddlsim.tools.analysis.grid import normalise_grid
+from ddlsim.tools.analysis.sweep import COLUMNS, evaluate, expand_grid, read_rows
 
 GRID = {
     "model": ["alexnet", "resnet50"],

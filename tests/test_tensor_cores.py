@@ -1,4 +1,4 @@
-"""Tensor cores in the per-layer kernel model (ddlsim.workload.kernels / kernel_routes):
+"""Tensor cores in the per-layer kernel model (ddlsim.compute.kernels / kernel_routes):
 closed forms, alignment, the memory roof at fp16, layouts, the library's split-K, and the fit
 against the measured V100 fp16 kernels."""
 
@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddlsim.cluster import catalog
+from ddlsim.compute import kernel_routes, kernels
+from ddlsim.compute.kernel_check import predict_rows, read_kernel_csv, summarise
+from ddlsim.compute.kernels import PASSES, ConvShape, conv_pass_s, conv_routes_s, default_model
 from ddlsim.errors import ConfigError
-from ddlsim.workload import kernel_routes, kernels
-from ddlsim.workload.kernel_check import predict_rows, read_kernel_csv, summarise
-from ddlsim.workload.kernels import PASSES, ConvShape, conv_pass_s, conv_routes_s, default_model
+from ddlsim.system import catalog
 
 ROOT = Path(__file__).resolve().parents[1]
 FP16 = ROOT / "traces" / "measured" / "kernels" / "deepbench_conv_v100_fp16.csv"

@@ -10,8 +10,8 @@ import pytest
 
 import ddlsim
 from ddlsim.cli.main import main
-from ddlsim.cluster import catalog
-from ddlsim.workload.roofline import layer_time_s
+from ddlsim.compute.roofline import layer_time_s
+from ddlsim.system import catalog
 from ddlsim.workload.zoo import get_model
 
 

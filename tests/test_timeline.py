@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ddlsim.analysis.timeline import build_trace, write_trace
-from ddlsim.analysis.trace_events import TID_COMPUTE, WAIT_NAMES
 from ddlsim.cli.main import main
+from ddlsim.tools.analysis.timeline import build_trace, write_trace
+from ddlsim.tools.analysis.trace_events import TID_COMPUTE, WAIT_NAMES
 
 EXIT_USAGE = 2
 #: slack of trace timestamps (microseconds) for float noise

@@ -15,10 +15,10 @@ import ddlsim
 from ddlsim import atomic
 from ddlsim.cli.main import main
 from ddlsim.errors import ConfigError
-from ddlsim.traces.logs import HOROVOD_SYNTHETIC, TF_CNN_BENCHMARKS, parse_log
-from ddlsim.traces.phases import simulated_phases, steady_state, timeline_phases, union_s
-from ddlsim.traces.timeline import load_timeline, parse_events
-from ddlsim.validate.runs import read_runs
+from ddlsim.tools.traces.logs import HOROVOD_SYNTHETIC, TF_CNN_BENCHMARKS, parse_log
+from ddlsim.tools.traces.phases import simulated_phases, steady_state, timeline_phases, union_s
+from ddlsim.tools.traces.timeline import load_timeline, parse_events
+from ddlsim.tools.validate.runs import read_runs
 
 DATA = Path(__file__).resolve().parent / "data"
 LOGS = DATA / "logs"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import ddlsim
-from ddlsim import track_record
 from ddlsim.cli.main import main
-from ddlsim.track_record import format_line, lookup, regime
+from ddlsim.config import track_record
+from ddlsim.config.track_record import format_line, lookup, regime
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -39,7 +39,7 @@ def test_regimes(nodes, label):
 def test_the_shipped_table_is_what_the_model_gives_now():
     """Regenerate with python scripts/track_record.py --write after a change of the model."""
     script = _script()
-    shipped = (ROOT / "ddlsim" / "data" / track_record.FILE).read_text()
+    shipped = (ROOT / "ddlsim" / "config" / "data" / track_record.FILE).read_text()
     assert script.render(script.build()) == shipped
 
 

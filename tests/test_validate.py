@@ -15,11 +15,11 @@ import pytest
 import ddlsim
 from ddlsim.cli.main import main
 from ddlsim.errors import ConfigError
-from ddlsim.validate.baseline import BaselineIndex, platform, stated_speedup
-from ddlsim.validate.core import PREDICTED, SKIPPED, validate_runs
-from ddlsim.validate.mapping import ValidateOptions, plan_row
-from ddlsim.validate.runs import COLUMNS, read_runs
-from ddlsim.validate.stats import error_stats, summarise
+from ddlsim.tools.validate.baseline import BaselineIndex, platform, stated_speedup
+from ddlsim.tools.validate.core import PREDICTED, SKIPPED, validate_runs
+from ddlsim.tools.validate.mapping import ValidateOptions, plan_row
+from ddlsim.tools.validate.runs import COLUMNS, read_runs
+from ddlsim.tools.validate.stats import error_stats, summarise
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS_CSV = ROOT / "traces" / "measured" / "runs.csv"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 import ddlsim
-from ddlsim.track_record import format_absolute_line, lookup_absolute
-from ddlsim.validate.core import ANCHOR_ROW, PREDICTED, anchor_run_ids, validate_runs
-from ddlsim.validate.options import ValidateOptions
-from ddlsim.validate.runs import load_runs
+from ddlsim.config.track_record import format_absolute_line, lookup_absolute
+from ddlsim.tools.validate.core import ANCHOR_ROW, PREDICTED, anchor_run_ids, validate_runs
+from ddlsim.tools.validate.options import ValidateOptions
+from ddlsim.tools.validate.runs import load_runs
 
 RUNS = Path(__file__).parent / "data" / "validate_runs_small.csv"
 

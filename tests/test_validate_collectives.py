@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 import ddlsim
-from ddlsim.units import KiB, MiB
-from ddlsim.validate.collectives import (
+from ddlsim.tools.validate.collectives import (
     CollectiveResult,
     forced_algorithm,
     read_collectives,
     validate_collectives,
 )
+from ddlsim.units import KiB, MiB
 
 REPO = Path(__file__).resolve().parents[1]
 CSV = REPO / "traces" / "measured" / "collectives" / "nccl_tests.csv"

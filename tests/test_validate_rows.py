@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 import ddlsim
 from ddlsim.cli.main import main
 from ddlsim.errors import ConfigError
-from ddlsim.validate.core import PREDICTED, SKIPPED, validate_file
-from ddlsim.validate.mapping import ValidateOptions
-from ddlsim.validate.runs import COLUMNS, DEFECT_CODES, REQUIRED_COLUMNS, load_runs, read_runs
-from ddlsim.validate.stats import error_stats, summarise
+from ddlsim.tools.validate.core import PREDICTED, SKIPPED, validate_file
+from ddlsim.tools.validate.mapping import ValidateOptions
+from ddlsim.tools.validate.runs import COLUMNS, DEFECT_CODES, REQUIRED_COLUMNS, load_runs, read_runs
+from ddlsim.tools.validate.stats import error_stats, summarise
 
 BASE = {
     "source_id": "G",
@@ -351,8 +351,8 @@ def test_efficiency_row_without_baseline_uses_the_shipped_calibration(tmp_path: 
 
 
 def plan_kwargs(tmp_path: Path, options: ValidateOptions, rows=GOOD):
-    from ddlsim.validate.baseline import BaselineIndex
-    from ddlsim.validate.mapping import plan_row
+    from ddlsim.tools.validate.baseline import BaselineIndex
+    from ddlsim.tools.validate.mapping import plan_row
 
     runs = read_runs(write(tmp_path, csv_text(rows), "plan.csv"))
     index = BaselineIndex(runs)

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from ddlsim.errors import ConfigError, UnknownNameError
-from ddlsim.validate.baseline import BaselineIndex
-from ddlsim.validate.core import PREDICTED, validate_runs
-from ddlsim.validate.mapping import plan_row
-from ddlsim.validate.options import ValidateOptions
-from ddlsim.validate.runs import load_runs
+from ddlsim.tools.validate.baseline import BaselineIndex
+from ddlsim.tools.validate.core import PREDICTED, validate_runs
+from ddlsim.tools.validate.mapping import plan_row
+from ddlsim.tools.validate.options import ValidateOptions
+from ddlsim.tools.validate.runs import load_runs
 
 HEADER = (
     "run_id,source_id,model,gpu,gpus,gpus_per_node,intra_node,inter_node,transport,comm,n_ps,"

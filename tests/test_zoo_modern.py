@@ -16,15 +16,10 @@ import math
 
 import pytest
 
-from ddlsim.cluster import catalog
+from ddlsim.compute.passes import passes as elementwise_passes
+from ddlsim.compute.roofline import DEFAULT_PARAMS, layer_time_s, matmul_flops, memory_Bps
+from ddlsim.system import catalog
 from ddlsim.workload.layers import LayerKind, ModelSpec
-from ddlsim.workload.passes import passes as elementwise_passes
-from ddlsim.workload.roofline import (
-    DEFAULT_PARAMS,
-    layer_time_s,
-    matmul_flops,
-    memory_Bps,
-)
 from ddlsim.workload.zoo import efficientnet, get_model
 from ddlsim.workload.zoo.builder import NetBuilder
 from ddlsim.workload.zoo.core import (

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ddlsim.strategy import HOROVOD_METHODS, PS_METHODS
+from ddlsim.execution.strategy import HOROVOD_METHODS, PS_METHODS
 
 Config = Mapping[str, Any]
 
@@ -34,11 +34,11 @@ class Rule:
 
 
 def _tf32_in_play(gpu: object, precision: object) -> bool:
-    """:func:`ddlsim.resolve.tf32_applies` for the catalog GPU ``gpu`` (default p100) at
+    """:func:`ddlsim.resolve.prepare.tf32_applies` for the catalog GPU ``gpu`` (default p100) at
     ``precision`` (default fp32); an unknown name counts as yes (predict names it)."""
-    from ddlsim.cluster import catalog
     from ddlsim.errors import DdlsimError
-    from ddlsim.resolve import tf32_applies
+    from ddlsim.resolve.prepare import tf32_applies
+    from ddlsim.system import catalog
 
     try:
         return tf32_applies(catalog.device(str(gpu or "p100")), str(precision or "fp32"))
@@ -50,9 +50,9 @@ def _multi_node(c: Config) -> bool:
     """Whether the configuration spans several nodes (build_cluster's defaults; the GPU given,
     else the calibration file's, else p100); a configuration that does not resolve counts as
     yes (predict names what is wrong)."""
-    from ddlsim.cluster import catalog
+    from ddlsim.calibration import profile as profile_io
     from ddlsim.errors import DdlsimError
-    from ddlsim.workload import profile as profile_io
+    from ddlsim.system import catalog
 
     try:
         gpu = c.get("gpu")
@@ -263,7 +263,7 @@ def _flag_value(keyword: str, value: Any) -> str:
 def inapplicable(configs: Iterable[Config]) -> list[str]:
     """Warnings (one per flag) for flags given in ``configs`` (keyword arguments of
     :func:`ddlsim.predict`) that apply to none of the configurations where they are given."""
-    from ddlsim.reproduce import keyword_defaults
+    from ddlsim.config.record import keyword_defaults
 
     defaults = keyword_defaults()
     full = [{**defaults, **c} for c in configs]

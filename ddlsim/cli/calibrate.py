@@ -5,7 +5,7 @@ Profiles zoo models on the local GPU (``--gpu NAME``: it must be that catalog GP
 ``--framework torch``, and writes one calibration file per (model, batch, precision) into the
 user calibration directory, which ``ddlsim predict`` searches before the shipped files.
 TensorFlow (the ``calibrate`` extra) or PyTorch (the ``torch`` extra; :mod:`ddlsim.extras`) is
-imported only when this command runs. See :mod:`ddlsim.calibrate`.
+imported only when this command runs. See :mod:`ddlsim.tools.calibrate`.
 """
 
 from __future__ import annotations
@@ -13,16 +13,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ddlsim.calibrate.defaults import (
+from ddlsim.cli import netcal
+from ddlsim.cli.args import integer as _int
+from ddlsim.cli.args import number as _number
+from ddlsim.cli.args import output_folder
+from ddlsim.tools.calibrate.defaults import (
     DEFAULT_CPU_BATCHES,
     DEFAULT_GPU_BATCHES,
     DEFAULT_STEPS,
     DEFAULT_WARMUP_STEPS,
 )
-from ddlsim.cli import netcal
-from ddlsim.cli.args import integer as _int
-from ddlsim.cli.args import number as _number
-from ddlsim.cli.args import output_folder
 
 _EPILOG = """\
 examples:
@@ -147,8 +147,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim calibrate``."""
-    from ddlsim.calibrate.driver import Request, execute
-    from ddlsim.workload.store import user_dir
+    from ddlsim.calibration.store import user_dir
+    from ddlsim.tools.calibrate.driver import Request, execute
 
     request = Request(
         output=args.output if args.output is not None else user_dir(),

@@ -2,7 +2,7 @@
 
 Lists every file in the user calibration directory (``$DDLSIM_CALIBRATION_DIR``, else
 ``~/.local/share/ddlsim/calibration``: where ``ddlsim calibrate`` writes) with its
-configuration, its method and, by the precedence rule of :mod:`ddlsim.workload.store`, whether
+configuration, its method and, by the precedence rule of :mod:`ddlsim.calibration.store`, whether
 ``ddlsim predict`` uses it -- shadowing the shipped file of the same configuration, or as the
 only one -- or passes it over (re-timed from another GPU, behind a shipped file calibrated on
 that GPU). Deleting a file stops its use; pointing ``DDLSIM_CALIBRATION_DIR`` at an empty
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def user_files() -> tuple[Path, list[dict[str, Any]]]:
     """The user calibration directory and one entry per calibration file in it."""
-    from ddlsim.workload.store import user_dir
+    from ddlsim.calibration.store import user_dir
 
     root = user_dir()
     entries = []
@@ -50,9 +50,9 @@ def user_files() -> tuple[Path, list[dict[str, Any]]]:
 
 
 def _entry(root: Path, path: Path) -> dict[str, Any]:
+    from ddlsim.calibration.profile import load
+    from ddlsim.calibration.store import calibration_path, choose, shipped_dir
     from ddlsim.errors import CalibrationError
-    from ddlsim.workload.profile import load
-    from ddlsim.workload.store import calibration_path, choose, shipped_dir
 
     device, model = path.parent.parent.name, path.parent.name
     entry: dict[str, Any] = {"file": str(path), "gpu": device, "model": model}

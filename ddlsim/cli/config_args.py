@@ -1,6 +1,7 @@
 """The flags that describe one configuration, shared by predict, timeline, traces and sweep.
 
-They are grouped in ``--help`` as the job is (:mod:`ddlsim.config`): workload, system, execution
+They are grouped in ``--help`` as the job is (:mod:`ddlsim.config.groups`): workload, system,
+execution
 and simulation. The names a flag accepts (models, GPUs, links, networks) are listed from the zoo
 and the catalogs themselves, so the help never goes stale. :func:`predict_kwargs` turns the
 parsed flags into the keyword arguments of :func:`ddlsim.predict`; the names differ only where
@@ -16,14 +17,15 @@ from typing import Any
 
 from ddlsim.cli import failure_args
 from ddlsim.cli.args import integer, number
-from ddlsim.cluster import catalog
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
+from ddlsim.compute.kernels import LAYOUTS
+from ddlsim.compute.stack import DEFAULT_FRAMEWORK, FRAMEWORKS, FUSIONS
 from ddlsim.engine.budget import DEFAULT_MAX_EVENTS
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA
 from ddlsim.errors import ConfigError
-from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
-from ddlsim.schedules import DEFAULT_PARTITION_BYTES, SCHEDULES
-from ddlsim.strategy import (
+from ddlsim.execution.horovod import DEFAULT_HOROVOD_VERSION
+from ddlsim.execution.schedules import DEFAULT_PARTITION_BYTES, SCHEDULES
+from ddlsim.execution.strategy import (
     ALGORITHMS,
     COMM_METHODS,
     DATA_KINDS,
@@ -32,16 +34,15 @@ from ddlsim.strategy import (
     NCCL_PROTOCOLS,
     PRECISIONS,
 )
+from ddlsim.system import catalog
 from ddlsim.units import MiB
-from ddlsim.workload.kernels import LAYOUTS
-from ddlsim.workload.stack import DEFAULT_FRAMEWORK, FRAMEWORKS, FUSIONS
 from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES
 from ddlsim.workload.zoo import MODEL_NAMES
 
 
 def _stragglers(text: str) -> dict[int, float]:
     """``RANK:SLOWDOWN[,RANK:SLOWDOWN...]``: distinct ranks, finite slowdowns (checked again,
-    with their ranges, by :class:`ddlsim.config.SimulationConfig`)."""
+    with their ranges, by :class:`ddlsim.config.groups.SimulationConfig`)."""
     out: dict[int, float] = {}
     for item in filter(None, (part.strip() for part in text.split(","))):
         rank, _, factor = item.partition(":")

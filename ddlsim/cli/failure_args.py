@@ -1,10 +1,10 @@
-"""The failure model's flags, one per field of the job (:mod:`ddlsim.config`), in its groups.
+"""The failure model's flags, one per field of the job (:mod:`ddlsim.config.groups`), in its groups.
 
 Failures are modelled by default (:mod:`ddlsim.resilience`: the closed form, well under a
 millisecond); ``--node-mtbf-hours 0`` (or ``none``) turns them off. Each flag is the job's field
 of the same name, in the unit the name says; :mod:`ddlsim.cli.config_args` adds them to the
 workload, system, execution and simulation groups and puts them in :func:`predict_kwargs`.
-Ranges are checked where the fields are (:mod:`ddlsim.config`), so the API, a sweep grid and
+Ranges are checked where the fields are (:mod:`ddlsim.config.groups`), so the API, a sweep grid and
 ``--from-json`` refuse the same values with the same line.
 """
 

@@ -2,9 +2,9 @@
 
 Predicts the forward, data-gradient and weight-gradient time of every row of a kernel file
 (``traces/measured/kernels/``) with the model that builds calibrations
-(:mod:`ddlsim.workload.kernels`) and reports measured vs predicted per pass, then MAPE, median
+(:mod:`ddlsim.compute.kernels`) and reports measured vs predicted per pass, then MAPE, median
 and 90th percentile of the errors per GPU and pass (all shapes, and the vision shapes). See
-:mod:`ddlsim.workload.kernel_check` for the file format and what is skipped.
+:mod:`ddlsim.compute.kernel_check` for the file format and what is skipped.
 """
 
 from __future__ import annotations
@@ -61,19 +61,19 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim kernels``."""
-    from ddlsim.cluster import catalog
-    from ddlsim.workload import kernels
-    from ddlsim.workload.kernel_check import (
+    from ddlsim.compute import kernels
+    from ddlsim.compute.kernel_check import (
         format_report,
         predict_rows,
         read_kernel_csv,
         summarise,
         summarise_by_filter,
     )
+    from ddlsim.system import catalog
 
     wanted = catalog.device(args.gpu).id if args.gpu is not None else None
     if args.plot:
-        from ddlsim.validate.plot import _matplotlib
+        from ddlsim.tools.validate.plot import _matplotlib
 
         _matplotlib()  # fail before the work, not after it
     rows, skipped, n_rows = read_kernel_csv(args.csv)
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _same_gpu(name: str, wanted: str) -> bool:
-    from ddlsim.cluster import catalog
+    from ddlsim.system import catalog
 
     try:
         return catalog.device(name).id == wanted
@@ -124,8 +124,8 @@ def plot_kernels(results: Sequence, path: str | os.PathLike[str], title: str = "
     """Predicted against measured milliseconds, one panel per GPU, a colour per pass (PNG,
     written atomically)."""
     from ddlsim.atomic import atomic_write_bytes
-    from ddlsim.validate.plot import _matplotlib
-    from ddlsim.workload.kernels import PASSES
+    from ddlsim.compute.kernels import PASSES
+    from ddlsim.tools.validate.plot import _matplotlib
 
     Figure, FigureCanvasAgg = _matplotlib()
     gpus = list(dict.fromkeys(r.row.gpu for r in results))

@@ -1,5 +1,5 @@
 """``ddlsim calibrate network LOG...``: fit the link terms of ddlsim's collective models to
-measured collectives and write a network calibration file (:mod:`ddlsim.netcal`).
+measured collectives and write a network calibration file (:mod:`ddlsim.tools.netcal`).
 
 It sits beside ``ddlsim calibrate``'s compute profiling as a sub-command of its own:
 ``ddlsim calibrate --gpu ...`` profiles compute as before, ``ddlsim calibrate network ...``
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from ddlsim.cli.args import int_at_least, output_file
-from ddlsim.netcal.logs import COLLECTIVES
+from ddlsim.tools.netcal.logs import COLLECTIVES
 
 _EPILOG = """\
 examples:
@@ -101,7 +101,7 @@ def _command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim calibrate network``."""
-    from ddlsim.netcal.run import Request, calibrate, format_summary
+    from ddlsim.tools.netcal.run import Request, calibrate, format_summary
 
     request = Request(
         files=tuple(args.logs),

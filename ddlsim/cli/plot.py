@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from ddlsim.analysis.plot import FORMATS, KINDS
 from ddlsim.cli.args import output_file
+from ddlsim.tools.analysis.plot import FORMATS, KINDS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,8 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim plot``."""
-    from ddlsim.analysis.plot import plot_sweep
     from ddlsim.extras import require
+    from ddlsim.tools.analysis.plot import plot_sweep
 
     require("matplotlib", "plot", "ddlsim plot")  # before reading the sweep
     plot_sweep(args.sweep, args.output, args.kind)

@@ -6,8 +6,8 @@ from typing import Any
 
 from ddlsim.api import Prediction
 from ddlsim.cli.report_failures import failure_lines
-from ddlsim.resolve import HOST_DECODE_IMAGES_PER_S_PER_THREAD
-from ddlsim.track_record import format_absolute_line, format_line
+from ddlsim.config.track_record import format_absolute_line, format_line
+from ddlsim.resolve.prepare import HOST_DECODE_IMAGES_PER_S_PER_THREAD
 from ddlsim.workload.ttt import format_duration
 
 #: how fp32 ran, where TF32 is in play (inputs["tf32"]; None elsewhere)
@@ -37,7 +37,7 @@ def _calibration_source(cal: dict[str, Any], source: dict[str, Any] | None) -> s
     return "derived in memory"
 
 
-#: what each schedule does, for the report (ddlsim.schedules)
+#: what each schedule does, for the report (ddlsim.execution.schedules)
 _SCHEDULE_WORDS = {
     "horovod": "tensor fusion at each cycle",
     "bsp": "every exchange after the backward pass",
@@ -63,7 +63,7 @@ def _schedule(i: dict[str, Any]) -> str:
 
 def _user_lines(user: dict[str, Any] | None) -> list[str]:
     """What the search did with the user's own calibration file of this configuration
-    (:mod:`ddlsim.workload.store`): used, and the shipped file it shadows, or passed over."""
+    (:mod:`ddlsim.calibration.store`): used, and the shipped file it shadows, or passed over."""
     if user is None:
         return []
     pad = " " * 19

@@ -80,7 +80,7 @@ def _predict_help() -> dict[str, str]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``sweep`` sub-command."""
-    from ddlsim.analysis.sweep import MAX_CONFIGS
+    from ddlsim.tools.analysis.sweep import MAX_CONFIGS
 
     p = sub.add_parser(
         "sweep",
@@ -168,10 +168,10 @@ class _Bar:
 
 def write_table(rows: list[dict[str, Any]], path: str) -> None:
     """Write sweep rows to ``path``: Parquet for ``.parquet``, else CSV (atomic either way)."""
-    from ddlsim.analysis.sweep import write_rows
+    from ddlsim.tools.analysis.sweep import write_rows
 
     if path.lower().endswith(".parquet"):
-        from ddlsim.analysis.sweep import write_parquet
+        from ddlsim.tools.analysis.sweep import write_parquet
 
         write_parquet(rows, path)
     else:
@@ -180,18 +180,18 @@ def write_table(rows: list[dict[str, Any]], path: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim sweep``."""
-    from ddlsim.analysis.grid import load_grid_file, normalise_grid
-    from ddlsim.analysis.sweep import (
+    from ddlsim.cli.applies import warn_inapplicable_grid
+    from ddlsim.tools.analysis.grid import load_grid_file, normalise_grid
+    from ddlsim.tools.analysis.sweep import (
         check_grid_size,
         evaluate,
         expand_grid,
         parquet_modules,
         settle_heap,
     )
-    from ddlsim.cli.applies import warn_inapplicable_grid
 
     if args.workers is not None and not args.serial and args.scheduler is None:
-        from ddlsim.analysis.distributed import check_workers
+        from ddlsim.tools.analysis.distributed import check_workers
 
         check_workers(args.workers)
     if args.output.lower().endswith(".parquet"):
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
                 if bar:
                     bar(i, len(configs), time.perf_counter() - start)
         else:
-            from ddlsim.analysis.distributed import run_on_dask
+            from ddlsim.tools.analysis.distributed import run_on_dask
 
             rows = run_on_dask(
                 configs, scheduler=args.scheduler, n_workers=args.workers, progress=bar

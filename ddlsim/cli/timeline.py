@@ -2,7 +2,7 @@
 or (``--failure``) of a whole training run in which a node fails.
 
 Open the file in https://ui.perfetto.dev or ``chrome://tracing``. Takes every ``ddlsim predict``
-configuration flag; see :mod:`ddlsim.analysis.timeline` and :mod:`ddlsim.resilience.timeline`
+configuration flag; see :mod:`ddlsim.tools.analysis.timeline` and :mod:`ddlsim.resilience.timeline`
 for what the traces hold.
 """
 
@@ -80,8 +80,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim timeline``."""
-    from ddlsim.analysis.timeline import build_trace, write_trace
     from ddlsim.cli.applies import warn_inapplicable
+    from ddlsim.tools.analysis.timeline import build_trace, write_trace
 
     kwargs = predict_kwargs(args)
     if args.failure:
@@ -106,7 +106,7 @@ def _warn_failure_flags(kwargs: dict) -> None:
     """One warning per failure-model flag given without ``--failure`` (the iteration's trace
     does not depend on it)."""
     from ddlsim.cli.failure_args import FIELDS
-    from ddlsim.config import defaults
+    from ddlsim.config.groups import defaults
 
     default = defaults()
     for name in (n for group in FIELDS.values() for n in group):
@@ -121,8 +121,8 @@ def _warn_failure_flags(kwargs: dict) -> None:
 
 def _failure(args: argparse.Namespace, kwargs: dict) -> int:
     """``timeline --failure``: the failure course trace of the configuration."""
-    from ddlsim.analysis.timeline import build_failure_trace, write_trace
     from ddlsim.cli.applies import warn_inapplicable
+    from ddlsim.tools.analysis.timeline import build_failure_trace, write_trace
 
     trace = build_failure_trace(kwargs)
     warn_inapplicable(kwargs)

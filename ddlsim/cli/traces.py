@@ -90,8 +90,8 @@ def _register_timeline(actions: argparse._SubParsersAction) -> None:
 def run_import(args: argparse.Namespace) -> int:
     """Run ``ddlsim traces import``."""
     from ddlsim.atomic import atomic_write_text
-    from ddlsim.traces.importer import ImportFlags, import_logs
-    from ddlsim.validate.runs import format_rows
+    from ddlsim.tools.traces.importer import ImportFlags, import_logs
+    from ddlsim.tools.validate.runs import format_rows
 
     flags = ImportFlags(
         source_id=args.source_id,
@@ -115,14 +115,14 @@ def run_import(args: argparse.Namespace) -> int:
 
 def run_timeline(args: argparse.Namespace) -> int:
     """Run ``ddlsim traces timeline-summary``."""
-    from ddlsim.traces.phases import (
+    from ddlsim.tools.traces.phases import (
         iteration_starts_s,
         simulated_phases,
         steady_state,
         timeline_phases,
     )
-    from ddlsim.traces.report import format_timeline_summary
-    from ddlsim.traces.timeline import load_timeline
+    from ddlsim.tools.traces.report import format_timeline_summary
+    from ddlsim.tools.traces.timeline import load_timeline
 
     timeline = load_timeline(args.timeline)
     first_tensor, _ = iteration_starts_s(timeline)

@@ -3,7 +3,7 @@
 Each multi-GPU row is predicted with the compute calibration anchored to its single-GPU
 baseline's measured throughput (same source, model, GPU, batch, precision, data, framework) and
 the row's cluster and method; rows ddlsim cannot predict are listed with the reason, and one bad
-row never refuses the file. See :mod:`ddlsim.validate.mapping` for the mapping decisions.
+row never refuses the file. See :mod:`ddlsim.tools.validate.mapping` for the mapping decisions.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import json
 import sys
 from dataclasses import replace
 
-from ddlsim.analysis.plot import FORMATS as FIGURE_FORMATS
 from ddlsim.cli.args import integer as _int
 from ddlsim.cli.args import number as _number
 from ddlsim.cli.args import output_file
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION
-from ddlsim.horovod import DEFAULT_HOROVOD_VERSION
-from ddlsim.strategy import PRECISIONS
+from ddlsim.execution.horovod import DEFAULT_HOROVOD_VERSION
+from ddlsim.execution.strategy import PRECISIONS
+from ddlsim.tools.analysis.plot import FORMATS as FIGURE_FORMATS
 
 _EPILOG = """\
 baseline: a 1-GPU row of the same source, model, gpu, batch, precision, data and framework;
@@ -193,11 +193,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim validate``."""
     from ddlsim.errors import ConfigError
-    from ddlsim.validate.core import validate_file
-    from ddlsim.validate.mapping import ValidateOptions
-    from ddlsim.validate.report import format_report, format_side_by_side
-    from ddlsim.validate.runs import load_runs
-    from ddlsim.validate.stats import STACK_GROUP, summarise
+    from ddlsim.tools.validate.core import validate_file
+    from ddlsim.tools.validate.mapping import ValidateOptions
+    from ddlsim.tools.validate.report import format_report, format_side_by_side
+    from ddlsim.tools.validate.runs import load_runs
+    from ddlsim.tools.validate.stats import STACK_GROUP, summarise
 
     if _is_collectives(args.csv):
         return _run_collectives(args)
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
         network_calibration=args.network_calibration,
     )
     if args.plot:
-        from ddlsim.validate.plot import _matplotlib
+        from ddlsim.tools.validate.plot import _matplotlib
 
         _matplotlib()  # fail before the run, not after it
     table = load_runs(args.csv)
@@ -240,7 +240,7 @@ def run(args: argparse.Namespace) -> int:
             STACK_GROUP
         ]
     if args.plot:
-        from ddlsim.validate.plot import plot_validation
+        from ddlsim.tools.validate.plot import plot_validation
 
         plot_validation(results, args.plot, title=args.csv)
     if args.json:
@@ -256,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _is_collectives(path: str) -> bool:
     """Whether ``path`` is a measured-collectives file (its header; unreadable: no)."""
-    from ddlsim.validate.collectives import is_collectives_header
+    from ddlsim.tools.validate.collectives import is_collectives_header
 
     try:
         with open(path, encoding="utf-8-sig") as fh:
@@ -287,18 +287,19 @@ _RUNS_ONLY = (
 
 
 def _run_collectives(args: argparse.Namespace) -> int:
-    """``ddlsim validate`` on a measured-collectives file (:mod:`ddlsim.validate.collectives`):
+    """``ddlsim validate`` on a measured-collectives file
+    (:mod:`ddlsim.tools.validate.collectives`):
     every row against the communication model predict builds; ``--source`` selects setups."""
     from ddlsim.errors import ConfigError
-    from ddlsim.validate import collective_report as report
-    from ddlsim.validate.collectives import read_collectives, validate_collectives
+    from ddlsim.tools.validate import collective_report as report
+    from ddlsim.tools.validate.collectives import read_collectives, validate_collectives
 
     for attr, flag, default in _RUNS_ONLY:
         if getattr(args, attr) != default:
             raise ConfigError(f"{flag} applies to measured runs, not to a collectives file")
     cal = None
     if args.network_calibration is not None:
-        from ddlsim.netcal.calfile import load
+        from ddlsim.calibration.network import load
 
         cal = load(args.network_calibration)
     rows = read_collectives(args.csv)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.base import CommModel
 from ddlsim.comm.byteps import BytePSModel
 from ddlsim.comm.distributed_replicated import DistributedReplicatedModel
@@ -24,6 +23,7 @@ from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.comm.ps import PSModel, default_n_ps
 from ddlsim.comm.replicated import ReplicatedCpuModel, ReplicatedNcclModel
 from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.system.specs import Cluster
 
 METHODS = (
     "horovod-nccl",

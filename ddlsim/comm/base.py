@@ -22,7 +22,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING
 
-from ddlsim.cluster.specs import Cluster
+from ddlsim.system.specs import Cluster
 
 if TYPE_CHECKING:
     from ddlsim.comm.executor import Schedule

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows, step
 from ddlsim.comm.fabric import ScheduledModel, cluster_label, share_Bps
 from ddlsim.comm.ring import intra_ring_s, intra_rings, ring_flows
 from ddlsim.errors import ConfigError
+from ddlsim.system.specs import Cluster
 
 
 class BytePSModel(ScheduledModel):

@@ -25,12 +25,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows, step
 from ddlsim.comm.fabric import ScheduledModel
 from ddlsim.comm.placement import rule_for
 from ddlsim.comm.ps import PSModel
 from ddlsim.comm.ring import intra_ring_s, intra_rings, ring_flows
+from ddlsim.system.specs import Cluster
 
 
 class DistributedReplicatedModel(ScheduledModel):

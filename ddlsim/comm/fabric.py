@@ -1,6 +1,6 @@
 """The cluster as endpoints and shared resources, and the base class of the method modules.
 
-:class:`Fabric` numbers the endpoints and resources of a :class:`~ddlsim.cluster.specs.Cluster`
+:class:`Fabric` numbers the endpoints and resources of a :class:`~ddlsim.system.specs.Cluster`
 for :mod:`ddlsim.comm.executor`. Endpoints: GPU ranks ``0..N-1``, node hosts ``N..N+n-1``, then
 ``n_servers`` parameter-server tasks. Resources (capacity in bytes/s, per direction):
 
@@ -31,10 +31,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.base import CommModel
 from ddlsim.comm.executor import Schedule, Step
 from ddlsim.errors import ConfigError, SimulationError
+from ddlsim.system.specs import Cluster
 
 #: latency of one shared-memory message between two MPI processes of a node (s); Open MPI's
 #: vader/sm transport is well under a microsecond to a few microseconds

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows, step
 from ddlsim.comm.fabric import SUM_STREAMS, ScheduledModel, cluster_label
 from ddlsim.comm.ring import ring_hop_s
 from ddlsim.errors import ConfigError
+from ddlsim.system.specs import Cluster
 
 #: the intra-node link of Gloo's TCP pairs between the ranks of one host
 LOOPBACK = "loopback"

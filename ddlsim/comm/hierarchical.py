@@ -23,7 +23,6 @@ from dataclasses import replace
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step
 from ddlsim.comm.fabric import ScheduledModel, timed_step
 from ddlsim.comm.nccl import (
@@ -36,6 +35,7 @@ from ddlsim.comm.nccl import (
 )
 from ddlsim.comm.ring import intra_rings, ring_flows
 from ddlsim.comm.tree import pipeline_depth, tick_flows
+from ddlsim.system.specs import Cluster
 
 
 class HierarchicalModel(ScheduledModel):

@@ -28,8 +28,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.system.specs import Cluster
 
 ALGORITHMS = ("ring", "tree")
 PROTOCOLS = ("LL", "LL128", "Simple")

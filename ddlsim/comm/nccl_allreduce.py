@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step
 from ddlsim.comm.fabric import ScheduledModel, timed_step
 from ddlsim.comm.nccl import (
@@ -35,6 +34,7 @@ from ddlsim.comm.nccl import choose as nccl_choose
 from ddlsim.comm.ring import ring_flows
 from ddlsim.comm.tree import pipeline_depth, tick_flows
 from ddlsim.errors import ConfigError
+from ddlsim.system.specs import Cluster
 
 
 class NcclAllreduceModel(ScheduledModel):

@@ -42,11 +42,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows, step
 from ddlsim.comm.fabric import ScheduledModel, cluster_label, share_Bps
 from ddlsim.comm.placement import place, totals
 from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.system.specs import Cluster
 
 PLACEMENTS = ("cpu", "gpu")
 #: bytes/s one parameter-server task's gRPC runtime moves per direction, all its workers

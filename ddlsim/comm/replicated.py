@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows, step
 from ddlsim.comm.fabric import ScheduledModel, cluster_label
 from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.system.specs import Cluster
 
 PLACEMENTS = ("cpu", "gpu")
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.executor import Step, flows
 from ddlsim.comm.fabric import Fabric
 from ddlsim.errors import SimulationError
+from ddlsim.system.specs import Cluster
 
 
 def ring_flows(

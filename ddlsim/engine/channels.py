@@ -30,7 +30,7 @@ import numpy as np
 
 from ddlsim.engine.plan import CommOp
 from ddlsim.errors import SimulationError
-from ddlsim.horovod import next_tick_s
+from ddlsim.execution.horovod import next_tick_s
 
 #: per-worker times: a float for one worker, an array for several
 Lanes = Any

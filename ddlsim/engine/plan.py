@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ddlsim.dag import DiGraph, EdgeKind, NodeKind, nodes_in_order
+from ddlsim.execution.dag import DiGraph, EdgeKind, NodeKind, nodes_in_order
 
 
 @dataclass
@@ -59,7 +59,7 @@ class Plan:
 
 
 def plan_from_dag(g: DiGraph, with_comm: bool = True) -> Plan:
-    """Flatten ``g`` (from :func:`ddlsim.dag.build_dag`); ``with_comm=False`` drops all
+    """Flatten ``g`` (from :func:`ddlsim.execution.dag.build_dag`); ``with_comm=False`` drops all
     communication (a single GPU exchanges nothing)."""
     fwd = nodes_in_order(g, NodeKind.FORWARD)
     bwd = nodes_in_order(g, NodeKind.BACKWARD)

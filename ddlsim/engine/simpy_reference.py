@@ -30,7 +30,7 @@ from ddlsim.engine.intervals import clip, length, union_intervals
 from ddlsim.engine.plan import CommOp, Plan
 from ddlsim.engine.sync import rank_factors
 from ddlsim.engine.trace import INTERFERENCE, Span
-from ddlsim.horovod import next_tick_s
+from ddlsim.execution.horovod import next_tick_s
 
 
 @dataclass

@@ -15,9 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ddlsim.cluster.specs import Cluster
 from ddlsim.comm.base import CommModel
-from ddlsim.dag import DiGraph
 from ddlsim.engine.breakdown import Breakdown, intervals_breakdown, mean_breakdown, near
 from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, Estimate, check_detailed
 from ddlsim.engine.core import SYNC_PARTS, EngineConfig, RunRecord, Span, Trace, simulate_plan
@@ -29,7 +27,9 @@ from ddlsim.engine.sync import (
     expected_slowest_factor,
 )
 from ddlsim.errors import ConfigError
-from ddlsim.horovod import CACHE, negotiation_model
+from ddlsim.execution.dag import DiGraph
+from ddlsim.execution.horovod import CACHE, negotiation_model
+from ddlsim.system.specs import Cluster
 
 ENGINES = ("fast", "detailed")
 
@@ -140,7 +140,8 @@ def simulate(
 
     ``horovod`` turns on the coordinator: cycles every ``cycle_time_s`` (after each cycle's
     work with ``sleep_after_work``, Horovod <= 0.12) and the release's ``negotiation`` scheme
-    (:func:`ddlsim.horovod.negotiation_model`); plan ops pending at the same cycle are fused
+    (:func:`ddlsim.execution.horovod.negotiation_model`); plan ops pending at the same cycle are
+    fused
     again up to ``fusion_threshold_bytes``.
     """
     opts = options or SimOptions()

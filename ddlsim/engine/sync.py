@@ -35,8 +35,8 @@ import numpy as np
 from ddlsim.errors import ConfigError
 
 if TYPE_CHECKING:
-    from ddlsim.cluster.specs import Cluster
     from ddlsim.comm.base import CommModel
+    from ddlsim.system.specs import Cluster
 
 #: per-rank, per-iteration log-normal shape of compute time (fitted, see the module docstring)
 DEFAULT_RANK_SIGMA = 0.02

@@ -4,7 +4,7 @@ A synchronous data-parallel job stops whenever any of its nodes fails, so its fa
 grows with its node count. This package puts a failure model on top of a prediction's
 failure-free time-to-train; :func:`ddlsim.predict` applies it to every prediction
 (``Prediction.resilience``) with the job's failure fields
-(:meth:`ddlsim.config.JobConfig.resilience`). It imports nothing of the job, the API or the
+(:meth:`ddlsim.config.groups.JobConfig.resilience`). It imports nothing of the job, the API or the
 command line:
 
 * :mod:`~ddlsim.resilience.config`: the inputs (node MTBF, checkpoint bandwidth or time,

@@ -158,7 +158,7 @@ def job_from_prediction(prediction: Any, optimizer: str = "momentum") -> Job:
     An elastic commit copies the state to host memory over the GPU's host link; a CPU worker
     (host link ``none``) copies it within its memory, reading and writing each byte: at half
     the memory bandwidth."""
-    from ddlsim.cluster import catalog
+    from ddlsim.system import catalog
 
     i = prediction.inputs
     nodes = int(i["nodes"])

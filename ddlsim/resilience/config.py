@@ -2,7 +2,7 @@
 
 Every default below is either derived from a published measurement (the derivation is spelled
 out) or an assumption, named as such. Each input is a field of the job
-(:mod:`ddlsim.config`), in the unit its name says, and so a keyword of :func:`ddlsim.predict`
+(:mod:`ddlsim.config.groups`), in the unit its name says, and so a keyword of :func:`ddlsim.predict`
 and a flag of ``ddlsim predict``: the workload's ``optimizer`` and ``checkpoint_GB``, the
 system's ``node_mtbf_hours``, ``checkpoint_write_GBps`` and ``checkpoint_time_s``, the
 execution's ``recovery``, ``checkpoint_interval_min``, ``restart_min``, ``rendezvous_s`` and

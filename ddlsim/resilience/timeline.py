@@ -19,7 +19,7 @@ from ddlsim.resilience.trace import Event, trace_elastic, trace_restart
 from ddlsim.units import US_PER_S
 
 #: most events in one trace by default (what Perfetto's UI still opens; the same bound as
-#: :data:`ddlsim.analysis.timeline.MAX_TRACE_EVENTS`)
+#: :data:`ddlsim.tools.analysis.timeline.MAX_TRACE_EVENTS`)
 MAX_EVENTS = 2_000_000
 #: trace events per checkpoint (the training before it and the write) and per failure (lost
 #: work, the failure, the restart; elastic: the absence and the admission too)

@@ -1,1 +1,1 @@
-"""Workloads: the model zoo, compute calibrations (format, roofline, anchoring, lookup)."""
+"""The model zoo and the layers a model is made of: what is trained, and its time to train."""

@@ -1,7 +1,7 @@
 """Framework-free description of a CNN: layers, their gradient tensors, FLOPs and activations.
 
 A :class:`ModelSpec` is the static part of a workload. It knows nothing about devices or time;
-timing comes from a calibration (:mod:`ddlsim.workload.profile`). Quantities are *per sample*
+timing comes from a calibration (:mod:`ddlsim.calibration.profile`). Quantities are *per sample*
 (one image); multiply by the batch size where a batch is meant. FLOPs count a multiply-add as 2.
 """
 

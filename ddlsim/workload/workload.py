@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ddlsim.calibration.profile import ModelProfile
 from ddlsim.errors import CalibrationError
 from ddlsim.workload.layers import Layer, ModelSpec
-from ddlsim.workload.profile import ModelProfile
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def _build(name: str) -> ModelSpec:
 
 def definition(name: str) -> Callable[[], ModelSpec]:
     """The function that defines model ``name`` by driving the ``NetBuilder`` of its module
-    (what :mod:`ddlsim.calibrate.definitions` re-runs with a framework's builder).
+    (what :mod:`ddlsim.tools.calibrate.definitions` re-runs with a framework's builder).
 
     Raises :class:`~ddlsim.errors.UnknownNameError` for a name not in :data:`MODEL_NAMES`.
     """

@@ -1,0 +1,263 @@
+"""Device and link catalogs, and the cluster builder.
+
+Owns the shipped data files ``ddlsim/system/data/devices.json`` (GPUs) and
+``ddlsim/system/data/links.json`` (intra-node fabrics, GPU<->host links, networks). The files
+use human units in their key names (``peak_fp32_TFLOPS``, ``bandwidth_GBps``, ``bandwidth_Gbps``,
+``latency_us``, ``memory_GiB``); this module validates them and converts them to SI once, on
+first use (FLOP/s, bytes/s, seconds, bytes), then caches the result.
+
+:func:`build_cluster` turns a GPU name, a GPU count and optional link names into the resolved
+:class:`~ddlsim.system.specs.Cluster` the engines simulate. Its defaults, in order:
+
+* ``gpus_per_node`` = min(``n_gpus``, the device's reference node size (8; 16 for the DGX-2's
+  v100-sxm3), the ``intra_node`` fabric's GPU limit when one is given);
+* ``intra_node`` = ``"none"`` when ``gpus_per_node`` is 1, else the device's reference fabric
+  (pcie3 for PCIe parts and K80/P40, nvlink-p100 / nvlink-v100 for SXM2, nvswitch for
+  v100-sxm3, nvlink-a100 / nvlink-h100);
+* ``inter_node`` = ``"ib-edr"`` when the cluster spans several nodes, ``"none"`` otherwise;
+* ``transport`` = the network's default transport (Ethernet and cloud networks: tcp;
+  InfiniBand and Aries: rdma); for NCCL (``nccl=True``) the transport NCCL itself picks:
+  RDMA wherever the network's NICs offer it (RoCE on 25-200 GbE), sockets otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.system.catalog_files import (  # noqa: F401  (_load_catalog: used by the tests)
+    DEFAULT_INTER_NODE,
+    MAX_GPUS,
+    MAX_GPUS_PER_NODE,
+    MAX_NICS_PER_NODE,
+    NONE,
+    SCHEMA_VERSION,
+    _catalog,
+    _load_catalog,
+    _norm,
+)
+from ddlsim.system.specs import TRANSPORTS, Cluster, DeviceSpec, Hop, LinkSpec
+
+# --------------------------------------------------------------------------- public look-ups
+
+
+def device(name: str) -> DeviceSpec:
+    """The GPU ``name`` (canonical id or alias, case-insensitive), figures in SI units."""
+    cat = _catalog()
+    return cat.devices[cat.device_id(name)]
+
+
+def device_names() -> tuple[str, ...]:
+    """Every accepted GPU name: canonical ids first (file order), then aliases."""
+    cat = _catalog()
+    return (*cat.devices, *cat.aliases)
+
+
+def device_aliases() -> dict[str, str]:
+    """Alias -> canonical GPU id (e.g. ``{"v100": "v100-sxm2", ...}``)."""
+    return dict(_catalog().aliases)
+
+
+def link(name: str) -> LinkSpec:
+    """An intra-node fabric or a network by id (intra fabrics first: ``"none"`` and ``"pcie3"``
+    resolve to their intra-node entries; use :func:`host_link` for GPU<->host links)."""
+    cat = _catalog()
+    key = _norm(name)
+    if key in cat.intra:
+        return cat.intra[key]
+    if key in cat.inter:
+        return cat.inter[key]
+    raise UnknownNameError("link", name, {*cat.intra, *cat.inter})
+
+
+def intra_link(name: str) -> LinkSpec:
+    """The intra-node GPU-to-GPU fabric ``name`` (bandwidth = ring bus bandwidth per GPU)."""
+    cat = _catalog()
+    return cat.intra[cat.intra_id(name)]
+
+
+def network(name: str, gpu: str | None = None) -> LinkSpec:
+    """The inter-node network ``name``; for cloud networks with per-instance figures (``ec2``),
+    the figures of the instance type that carries ``gpu`` (e.g. v100-sxm2 -> p3.16xlarge)."""
+    cat = _catalog()
+    device_id = None if gpu is None else cat.device_id(gpu)
+    return cat.network(cat.inter_id(name), device_id)[0]
+
+
+def host_link(name: str) -> LinkSpec:
+    """The GPU<->host link ``name`` (pcie3, pcie4, pcie5)."""
+    cat = _catalog()
+    key = _norm(name)
+    if key not in cat.host:
+        raise UnknownNameError("host link", name, cat.host)
+    return cat.host[key]
+
+
+def intra_link_names() -> tuple[str, ...]:
+    """Ids of the intra-node fabrics, ``"none"`` included."""
+    return tuple(_catalog().intra)
+
+
+def inter_link_names() -> tuple[str, ...]:
+    """Ids of the networks, ``"none"`` included."""
+    return tuple(_catalog().inter)
+
+
+def host_link_names() -> tuple[str, ...]:
+    """Ids of the GPU<->host links."""
+    return tuple(_catalog().host)
+
+
+# --------------------------------------------------------------------------- cluster builder
+
+
+def _count(what: str, value: object, maximum: int) -> int:
+    if isinstance(value, bool):
+        raise ConfigError(f"{what} must be an integer, got {value!r}")
+    if not isinstance(value, int):
+        try:
+            value = int(value.__index__())  # type: ignore[attr-defined]  # numpy integers
+        except (AttributeError, TypeError):
+            raise ConfigError(f"{what} must be an integer, got {value!r}") from None
+    if value < 1:
+        raise ConfigError(f"{what} must be at least 1, got {value}")
+    if value > maximum:
+        raise ConfigError(f"{what}={value} is implausibly large (limit {maximum})")
+    return value
+
+
+def build_cluster(
+    device: str,
+    n_gpus: int,
+    gpus_per_node: int | None = None,
+    intra_node: str | None = None,
+    inter_node: str | None = None,
+    transport: str | None = None,
+    nics_per_node: int = 1,
+    *,
+    nccl: bool = False,
+) -> Cluster:
+    """Resolve a homogeneous data-parallel cluster of ``n_gpus`` GPUs of type ``device``.
+
+    Defaults (module docstring): ``gpus_per_node`` = min(n_gpus, device's reference node size,
+    the fabric's GPU limit); ``intra_node`` = "none" for one GPU per node, else the device's
+    reference fabric; ``inter_node`` = "ib-edr" for several nodes, else "none"; ``transport`` =
+    the network's default (with ``nccl=True``: the transport NCCL picks on that network, e.g.
+    RDMA over RoCE-capable 25 GbE). ``n_gpus`` below ``gpus_per_node`` means one node using
+    ``n_gpus`` GPUs; above it, ``n_gpus`` must be a multiple of ``gpus_per_node``. Raises
+    :class:`UnknownNameError` for unknown names and :class:`ConfigError` for bad values or
+    combinations. Hops are in SI units (bytes/s, seconds).
+    """
+    cat = _catalog()
+    device_id = cat.device_id(device)
+    spec = cat.devices[device_id]
+    n = _count("n_gpus", n_gpus, MAX_GPUS)
+    intra_id = None if intra_node is None else cat.intra_id(intra_node)
+    if gpus_per_node is None:
+        limits = [n, cat.node_gpus[device_id]]
+        if intra_id is not None and cat.max_gpus[intra_id] is not None:
+            limits.append(cat.max_gpus[intra_id])  # type: ignore[arg-type]
+        per_node = min(limits)
+    else:
+        per_node = _count("gpus_per_node", gpus_per_node, MAX_GPUS_PER_NODE)
+    if n > per_node and n % per_node:
+        raise ConfigError(
+            f"n_gpus={n} is not a multiple of gpus_per_node={per_node} "
+            f"(a cluster of {n} GPUs cannot be split into nodes of {per_node})"
+        )
+    local = min(n, per_node)
+    n_nodes = n // per_node if n >= per_node else 1
+    if intra_id is None:
+        intra_id = NONE if per_node == 1 else cat.default_intra[device_id]
+    limit = cat.max_gpus[intra_id]
+    if limit is not None and local > limit:
+        raise ConfigError(
+            f"intra_node {intra_id!r} connects at most {limit} GPU(s) per node, "
+            f"got {local} (gpus_per_node={per_node}, n_gpus={n})"
+        )
+
+    if inter_node is None:
+        inter_id = DEFAULT_INTER_NODE if n_nodes > 1 else NONE
+    else:
+        inter_id = cat.inter_id(inter_node)
+    if n_nodes > 1 and inter_id == NONE:
+        raise ConfigError(
+            f"inter_node 'none' but the cluster spans {n_nodes} nodes "
+            f"(n_gpus={n}, gpus_per_node={per_node}); name a network"
+        )
+    net, _instance = cat.network(inter_id, device_id)
+    if transport is None:
+        transport_id = net.nccl_transport if nccl else net.default_transport
+    else:
+        transport_id = _norm(transport)
+        if transport_id not in TRANSPORTS:
+            raise UnknownNameError("transport", transport, TRANSPORTS)
+    nics = _count("nics_per_node", nics_per_node, MAX_NICS_PER_NODE)
+
+    fabric = cat.intra[intra_id]
+    host = cat.host[spec.host_link]
+    return Cluster(
+        device=spec,
+        n_gpus=n,
+        gpus_per_node=per_node,
+        intra_link=intra_id,
+        inter_link=inter_id,
+        transport=transport_id,
+        intra=None if local == 1 else Hop(fabric.bandwidth_Bps(), fabric.message_latency_s()),
+        nic=None
+        if n_nodes == 1
+        else Hop(net.bandwidth_Bps(transport_id), net.message_latency_s(transport_id)),
+        host=Hop(host.bandwidth_Bps("rdma"), host.message_latency_s("rdma")),
+        gpus_per_pcie_switch=max(1, min(fabric.gpus_per_pcie_switch, local)),
+        nics_per_node=nics,
+        nccl_hop=fabric.nccl_hop,
+        nccl_channels=fabric.nccl_channels,
+    )
+
+
+def _sig(value: float | None, digits: int = 6) -> float | None:
+    return None if value is None else float(f"{value:.{digits}g}")
+
+
+def describe_cluster(cluster: Cluster) -> dict[str, Any]:
+    """The resolved cluster in human units for reports (GB/s, Gb/s, us, TFLOPS); JSON-safe.
+
+    Bandwidths are effective (nominal x efficiency of the transport used) unless the key says
+    ``nominal``. Inter-node fields are ``None`` for a single-node cluster.
+    """
+    cat = _catalog()
+    dev = cluster.device
+    fp16 = dev.peak_fp16_flops
+    multi = cluster.n_nodes > 1
+    nominal_Gbps = instance = None
+    if cluster.inter_link in cat.inter and cluster.inter_link != NONE:
+        net, instance = cat.network(cluster.inter_link, dev.id if dev.id in cat.devices else None)
+        nominal_Gbps = net.nominal_bandwidth_Bps * 8 / 1e9
+    intra, nic, host = cluster.intra, cluster.nic, cluster.host
+    return {
+        "gpu": dev.id,
+        "gpu_name": dev.name,
+        "peak_fp32_TFLOPS": _sig(dev.peak_fp32_flops / 1e12),
+        "peak_fp16_TFLOPS": None if fp16 is None else _sig(fp16 / 1e12),
+        "n_gpus": cluster.n_gpus,
+        "gpus_per_node": cluster.gpus_per_node,
+        "local_gpus": cluster.local_gpus,
+        "nodes": cluster.n_nodes,
+        "intra_node": cluster.intra_link,
+        "intra_bandwidth_GBps": _sig(intra.bandwidth_Bps / 1e9) if intra else None,
+        "intra_latency_us": _sig(intra.latency_s * 1e6) if intra else None,
+        "inter_node": cluster.inter_link,
+        "instance": instance,
+        "nic_nominal_Gbps": _sig(nominal_Gbps) if multi else None,
+        "nic_bandwidth_Gbps": _sig(nic.bandwidth_Bps * 8 / 1e9) if nic else None,
+        "nic_latency_us": _sig(nic.latency_s * 1e6) if nic else None,
+        "nics_per_node": cluster.nics_per_node,
+        "transport": cluster.transport if multi else None,
+        "host_link": dev.host_link,
+        # None for host link 'none' (a CPU worker: nothing to copy, infinite in the model)
+        "host_bandwidth_GBps": _sig(host.bandwidth_Bps / 1e9)
+        if math.isfinite(host.bandwidth_Bps)
+        else None,
+        "gpus_per_pcie_switch": cluster.gpus_per_pcie_switch,
+    }

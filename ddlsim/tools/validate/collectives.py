@@ -1,0 +1,345 @@
+"""Measured collectives (``traces/measured/collectives/README.md``) against ddlsim's model.
+
+``ddlsim validate FILE`` takes a file of this schema (one row per setup and message size:
+``setup_id``, ``collective``, ``nccl_version``, ``gpu``, ``gpus_total``, ``nodes``,
+``gpus_per_node``, ``intra_node``, ``network``, ``transport``, ``nics_per_node``,
+``size_bytes``, ``time_us``, ``algbw_GBps``, ``busbw_GBps``, ``note``) and predicts every row
+with the communication model ``predict`` uses: the cluster from
+:func:`ddlsim.system.catalog.build_cluster` (with ``nccl=True``), the model from
+:func:`ddlsim.comm.make_comm_model` (``horovod-nccl``, the row's NCCL version and, where the
+note forces one, ``NCCL_ALGO``).
+
+The cells are prose as sources write them; :mod:`ddlsim.tools.netcal.names` maps what they
+determine onto the catalog and every other setup is skipped with the reason. The measured time
+of a row is ``time_us``; where a source gives only a bus bandwidth it is the time that
+bandwidth implies for the row's size (``busbw`` basis); a row without a size states a large-
+message plateau and is compared at 1 GiB (``plateau`` basis). Rows marked ``anomalous`` (bug or
+misconfiguration threads) are excluded.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ddlsim.comm import make_comm_model
+from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, NcclVersion
+from ddlsim.errors import ConfigError, DdlsimError
+from ddlsim.system import catalog
+from ddlsim.tools.netcal import names
+from ddlsim.tools.validate.runs import _decode
+from ddlsim.units import GiB, KiB, MiB
+
+COLUMNS = (
+    "setup_id",
+    "collective",
+    "nccl_version",
+    "gpu",
+    "gpus_total",
+    "nodes",
+    "gpus_per_node",
+    "intra_node",
+    "network",
+    "transport",
+    "nics_per_node",
+    "size_bytes",
+    "time_us",
+    "algbw_GBps",
+    "busbw_GBps",
+    "note",
+)
+REQUIRED = ("setup_id", "collective", "gpu", "size_bytes", "time_us", "busbw_GBps")
+#: collectives whose ddlsim cost is NCCL's (the rest are skipped)
+MODELLED = ("all_reduce",)
+#: where a row gives no size: the large-message plateau is compared at this size
+PLATEAU_BYTES = GiB
+#: size bands of the summary: (name, low inclusive, high exclusive)
+BANDS = (
+    ("< 64 KiB", 0, 64 * KiB),
+    ("64 KiB - 16 MiB", 64 * KiB, 16 * MiB + 1),
+    ("> 16 MiB", 16 * MiB + 1, math.inf),
+)
+PREDICTED = "predicted"
+SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class CollectiveRow:
+    """One measured row; empty cells are ``""`` (text) or ``None`` (numbers)."""
+
+    line: int
+    cells: dict[str, str]
+    size_bytes: int | None
+    time_us: float | None
+    busbw_GBps: float | None
+    gpus_total: int | None
+    nodes: int | None
+    gpus_per_node: int | None
+    nics_per_node: int | None
+
+    def __getattr__(self, name: str) -> str:
+        if name in COLUMNS:
+            return self.cells.get(name, "")
+        raise AttributeError(name)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """The catalog configuration of a setup's rows, or why there is none (``reason``)."""
+
+    kwargs: dict[str, Any] | None
+    reason: str = ""
+    code: str = ""
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CollectiveResult:
+    """A row predicted (``rel_error`` = predicted / measured time - 1) or skipped."""
+
+    row: CollectiveRow
+    status: str
+    code: str = ""
+    reason: str = ""
+    basis: str = ""
+    size_bytes: float | None = None
+    measured_s: float | None = None
+    predicted_s: float | None = None
+    label: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def rel_error(self) -> float | None:
+        """Predicted / measured time - 1 (None for a skipped row)."""
+        if self.predicted_s is None or not self.measured_s:
+            return None
+        return self.predicted_s / self.measured_s - 1.0
+
+    @property
+    def band(self) -> str | None:
+        """The size band of the row (module :data:`BANDS`)."""
+        if self.size_bytes is None:
+            return None
+        return next(name for name, low, high in BANDS if low <= self.size_bytes < high)
+
+    def to_json(self) -> dict[str, Any]:
+        """One row of ``ddlsim validate --json`` on a collectives file."""
+        return {
+            "setup_id": self.row.setup_id,
+            "line": self.row.line,
+            "status": self.status,
+            "skip_code": self.code or None,
+            "reason": self.reason or None,
+            "basis": self.basis or None,
+            "size_bytes": self.size_bytes,
+            "band": self.band,
+            "measured_us": None if self.measured_s is None else self.measured_s * 1e6,
+            "predicted_us": None if self.predicted_s is None else self.predicted_s * 1e6,
+            "rel_error": self.rel_error,
+            **self.label,
+            "notes": list(self.notes),
+        }
+
+
+def is_collectives_header(header: Sequence[str]) -> bool:
+    """Whether a CSV header is the measured-collectives schema's."""
+    return {"setup_id", "size_bytes", "collective"} <= {h.strip() for h in header}
+
+
+def read_collectives(path: str | Path) -> list[CollectiveRow]:
+    """The rows of a measured-collectives CSV. A file without the required columns, with
+    broken quoting or not UTF-8 is refused (ConfigError); a bad number in a row is kept as
+    ``None`` and the row skipped later with the reason."""
+    path = Path(path)
+    reader = csv.reader(io.StringIO(_decode(path), newline=""), strict=True)
+    try:
+        header = [h.strip() for h in next(reader)]
+    except StopIteration:
+        raise ConfigError(f"{path}: empty file (expected a header row)") from None
+    except csv.Error as exc:
+        raise ConfigError(f"{path}:1: malformed CSV: {exc}") from None
+    missing = [c for c in REQUIRED if c not in header]
+    if missing:
+        raise ConfigError(f"{path}:1: header lacks column(s) {', '.join(missing)}")
+    rows = []
+    try:
+        for fields in reader:
+            if not any(f.strip() for f in fields):
+                continue
+            cells = {k: v.strip() for k, v in zip(header, fields, strict=False)}
+            rows.append(
+                CollectiveRow(
+                    line=reader.line_num,
+                    cells=cells,
+                    size_bytes=_int(cells.get("size_bytes", "")),
+                    time_us=_pos(cells.get("time_us", "")),
+                    busbw_GBps=_pos(cells.get("busbw_GBps", "")),
+                    gpus_total=_int(cells.get("gpus_total", "")),
+                    nodes=_int(cells.get("nodes", "")),
+                    gpus_per_node=_int(cells.get("gpus_per_node", "")),
+                    nics_per_node=_int(cells.get("nics_per_node", "")),
+                )
+            )
+    except csv.Error as exc:
+        raise ConfigError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from None
+    return rows
+
+
+def _pos(cell: str) -> float | None:
+    try:
+        value = float(cell)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) and value > 0 else None
+
+
+def _int(cell: str) -> int | None:
+    value = _pos(cell)
+    return int(value) if value is not None and value == int(value) else None
+
+
+def forced_algorithm(note: str) -> str:
+    """The NCCL algorithm a row's note says was forced (``NCCL_ALGO=Tree``, ``ring forced``,
+    ``NCCL_TREE_THRESHOLD=0``: 2.4's way of forcing rings); ``auto`` otherwise."""
+    algo = re.search(r"NCCL_ALGO=(\w+)", note)
+    if algo:
+        return algo[1].lower()
+    if "NCCL_TREE_THRESHOLD=0" in note or re.search(r"\bring forced\b", note):
+        return "ring"
+    return "auto"
+
+
+def map_setup(row: CollectiveRow) -> Setup:
+    """The keyword arguments of :func:`ddlsim.system.catalog.build_cluster` and the model
+    for a row's hardware, or why the row's hardware has no catalog configuration."""
+    gpu = names.gpu_name(row.gpu, row.intra_node)
+    if gpu.name is None:
+        return Setup(None, gpu.reason, "unknown-gpu")
+    n, per, nodes = row.gpus_total, row.gpus_per_node, row.nodes
+    if n is None or per is None or nodes is None or n != per * nodes:
+        return Setup(None, "GPUs, nodes or GPUs per node not stated (or inconsistent)", "topology")
+    intra = names.intra_name(row.intra_node, gpu.name) if per > 1 else names.Mapped("none")
+    if intra.name is None:
+        return Setup(None, intra.reason, "unknown-intra")
+    notes: list[str] = []
+    inter, transport = "none", None
+    if nodes > 1:
+        net = names.network_name(row.network)
+        if net.name in (None, "none"):
+            return Setup(None, net.reason or f"network {row.network!r}", "unknown-network")
+        tr = names.transport_name(row.transport)
+        if tr.name is None:
+            return Setup(None, tr.reason, "unknown-transport")
+        inter, transport = net.name, tr.name
+    version = names.nccl_version_text(row.nccl_version)
+    if version is None:
+        arch = catalog.device(gpu.name).arch
+        if arch not in ("ampere", "hopper"):
+            return Setup(None, f"NCCL version not stated ({gpu.name}, {arch})", "no-nccl-version")
+        version = DEFAULT_NCCL_VERSION
+        notes.append(
+            f"NCCL version not stated: {version} (any 2.5+ is costed alike; {arch} GPUs "
+            "need a 2020 or later NCCL, 2.7+)"
+        )
+    kwargs = {
+        "gpu": gpu.name,
+        "n_gpus": n,
+        "gpus_per_node": per,
+        "intra_node": intra.name,
+        "inter_node": inter,
+        "transport": transport,
+        "nics_per_node": row.nics_per_node or 1,
+        "nccl_version": str(NcclVersion.parse(version)),
+        "algorithm": forced_algorithm(row.note),
+    }
+    if nodes > 1 and row.nics_per_node is None:
+        notes.append("nics_per_node not stated: 1 assumed")
+    return Setup(kwargs, notes=tuple(notes))
+
+
+def comm_model(setup: dict[str, Any], network_calibration: Any = None) -> Any:
+    """The communication model predict would build for this setup (horovod-nccl)."""
+    cluster = catalog.build_cluster(
+        setup["gpu"],
+        setup["n_gpus"],
+        setup["gpus_per_node"],
+        setup["intra_node"],
+        setup["inter_node"],
+        setup["transport"],
+        setup["nics_per_node"],
+        nccl=True,
+    )
+    if network_calibration is not None:
+        from ddlsim.calibration.network import apply
+
+        cluster = apply(network_calibration, cluster)
+    return make_comm_model(
+        "horovod-nccl",
+        cluster,
+        nccl_version=setup["nccl_version"],
+        algorithm=setup["algorithm"],
+    )
+
+
+def bus_factor(collective: str, n_ranks: int) -> float:
+    """nccl-tests' bus bandwidth / algorithm bandwidth for ``collective`` over ``n_ranks``."""
+    if collective == "all_reduce":
+        return 2 * (n_ranks - 1) / n_ranks
+    return (n_ranks - 1) / n_ranks
+
+
+def validate_collectives(
+    rows: Sequence[CollectiveRow], network_calibration: Any = None
+) -> list[CollectiveResult]:
+    """Predict every row (module docstring); skipped rows carry a code and the reason."""
+    setups: dict[str, Setup] = {}
+    models: dict[str, Any] = {}
+    out = []
+    for row in rows:
+        if "anomalous" in row.note.lower():
+            out.append(CollectiveResult(row, SKIPPED, "anomalous", "marked anomalous in note"))
+            continue
+        if row.collective not in MODELLED:
+            reason = f"collective {row.collective!r} is not validated ({', '.join(MODELLED)})"
+            out.append(CollectiveResult(row, SKIPPED, "collective", reason))
+            continue
+        setup = setups.setdefault(row.setup_id, map_setup(row))
+        if setup.kwargs is None:
+            out.append(CollectiveResult(row, SKIPPED, setup.code, setup.reason))
+            continue
+        try:
+            if row.setup_id not in models:
+                models[row.setup_id] = comm_model(setup.kwargs, network_calibration)
+            out.append(_predict(row, setup, models[row.setup_id]))
+        except DdlsimError as exc:
+            out.append(CollectiveResult(row, SKIPPED, "predict-error", " ".join(str(exc).split())))
+    return out
+
+
+def _predict(row: CollectiveRow, setup: Setup, model: Any) -> CollectiveResult:
+    assert setup.kwargs is not None
+    n = setup.kwargs["n_gpus"]
+    factor = bus_factor(row.collective, n)
+    size: float | None = row.size_bytes
+    if row.time_us is not None and size is not None:
+        basis, measured = "time", row.time_us * 1e-6
+    elif row.busbw_GBps is not None:
+        basis = "busbw" if size is not None else "plateau"
+        size = size if size is not None else PLATEAU_BYTES
+        measured = size * factor / (row.busbw_GBps * 1e9)
+    else:
+        return CollectiveResult(row, SKIPPED, "no-value", "neither time_us nor busbw_GBps")
+    predicted = model.time_s(size)
+    notes = setup.notes
+    if basis == "plateau":
+        notes = (*notes, "no size stated: the plateau bus bandwidth compared at 1 GiB")
+    return CollectiveResult(
+        row, PREDICTED, basis=basis, size_bytes=size, measured_s=measured,
+        predicted_s=predicted, label=model.label(size), notes=notes,
+    )  # fmt: skip

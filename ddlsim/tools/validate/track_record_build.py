@@ -1,0 +1,83 @@
+"""The content of ``data/track_record.json`` from two passes of ``ddlsim validate``
+(:mod:`ddlsim.config.track_record` reads it; ``python scripts/track_record.py --write``
+writes it)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ddlsim.config.track_record import ASSUMED_PASS, REGIMES, regime
+from ddlsim.system.catalog import build_cluster
+from ddlsim.tools.validate.core import PREDICTED
+from ddlsim.tools.validate.stats import error_stats
+
+
+def _entry(rows: Sequence[Any]) -> dict[str, Any]:
+    stats = error_stats(rows)
+    return {
+        "n": stats["n"],
+        "mape": round(stats["mape"], 4),
+        "median_ape": round(stats["median_ape"], 4),
+        "bias": round(stats["mean_rel_error"], 4),
+        "worst_run_id": stats["worst_run_id"],
+        "worst_rel_error": round(stats["worst_rel_error"], 4),
+    }
+
+
+def summarise_absolute(rows: Sequence[Any], by_framework: bool = False) -> dict[str, Any]:
+    """The 1-GPU rows of a ``validate --absolute`` pass by ``"<gpu> | <precision>"`` (with
+    ``by_framework``: ``"<gpu> | <precision> | <framework>"``)."""
+    groups: dict[str, list[Any]] = {}
+    for r in rows:
+        if r.status != PREDICTED or r.rel_error is None or r.run.gpus != 1:
+            continue
+        key = f"{r.run.gpu} | {r.run.precision}"
+        if by_framework:
+            key += f" | {r.run.framework or 'not stated'}"
+        groups.setdefault(key, []).append(r)
+    return {key: _entry(groups[key]) for key in sorted(groups)}
+
+
+def summarise(
+    default_rows: Sequence[Any],
+    assumed_rows: Sequence[Any],
+    absolute_rows: Sequence[Any] = (),
+) -> dict[str, Any]:
+    """The file's content from the passes' :class:`~ddlsim.tools.validate.core.RowResult` lists:
+    the default (anchored) pass, the large-N rows under their era's configuration, and an
+    ``--absolute`` pass whose 1-GPU rows give the compute's own error per GPU and precision."""
+
+    def nodes(run: Any) -> int:  # as predicted: predict's default node size where not stated
+        return build_cluster(run.gpu, run.gpus, run.gpus_per_node).n_nodes
+
+    groups: dict[str, list[tuple[Any, bool]]] = {}
+    for rows, assumed in ((default_rows, False), (assumed_rows, True)):
+        for r in rows:
+            if r.status != PREDICTED or r.rel_error is None or r.assumption:
+                continue
+            key = f"{r.run.comm} | {regime(nodes(r.run))}"
+            groups.setdefault(key, []).append((r, assumed))
+    table = {}
+    for key in sorted(groups):
+        members = groups[key]
+        table[key] = {
+            **_entry([r for r, _ in members]),
+            "n_assumed": sum(assumed for _, assumed in members),
+        }
+    return {
+        "what": "relative error of ddlsim's prediction (images/s, or the scaling efficiency "
+        "for efficiency-only rows) against measured runs, by communication method and node "
+        "count; bias > 0: ddlsim predicts faster than measured",
+        "source": "ddlsim validate traces/measured/runs.csv and runs_modern.csv",
+        "assumed_pass": ASSUMED_PASS,
+        "regimes": [label for label, _, _ in REGIMES],
+        "by_comm_regime": table,
+        "absolute_what": "1-GPU rows predicted from the shipped compute calibration with no "
+        "per-row anchor (ddlsim validate --absolute), by GPU and precision, and by GPU, "
+        "precision and framework (each row's stack from its framework and variant); "
+        "calibrations anchored to a measured run of the same configuration reproduce it by "
+        "construction and are left out",
+        "absolute_by_gpu_precision": summarise_absolute(absolute_rows),
+        "absolute_by_gpu_precision_framework": summarise_absolute(absolute_rows, True),
+    }

@@ -1,9 +1,0 @@
-"""Measured traces: benchmark logs into the measured-runs schema, Horovod timelines.
-
-- :mod:`~ddlsim.traces.logs`: parse the output of Horovod's synthetic benchmarks and of
-  tf_cnn_benchmarks (:func:`~ddlsim.traces.logs.parse_log`);
-- :mod:`~ddlsim.traces.importer`: turn parsed logs and command-line facts into CSV rows;
-- :mod:`~ddlsim.traces.timeline`: load a Horovod timeline (Chrome trace JSON);
-- :mod:`~ddlsim.traces.phases`: per-iteration negotiation, fusion-copy and allreduce times of a
-  timeline or of a ddlsim simulation; :mod:`~ddlsim.traces.report`: their text table.
-"""
