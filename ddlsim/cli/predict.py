@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         kwargs = predict_kwargs(args)
         result = predict(**kwargs)
-        warn_inapplicable(kwargs)  # once the configuration is known to be valid
+        warn_inapplicable(kwargs, result.inputs)  # on the job as it resolved
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

@@ -15,67 +15,12 @@ import time
 from typing import Any
 
 from ddlsim.cli.args import int_at_least, output_file, scheduler_address
-from ddlsim.cli.failure_args import minutes_or_auto, mtbf_hours
+from ddlsim.cli.config_args import PARSERS
+from ddlsim.config.knobs import KNOBS
 
-#: (flag, predict() keyword, argparse type)
-_PARAMS = (
-    ("--model", "model", str),
-    ("--gpu", "gpu", str),
-    ("--gpus", "gpus", int),
-    ("--gpus-per-node", "gpus_per_node", int),
-    ("--intra-node", "intra_node", str),
-    ("--inter-node", "inter_node", str),
-    ("--transport", "transport", str),
-    ("--nics-per-node", "nics_per_node", int),
-    ("--comm", "comm", str),
-    ("--n-ps", "n_ps", int),
-    ("--batch", "batch", int),
-    ("--precision", "precision", str),
-    ("--data", "data", str),
-    ("--fusion-threshold-mb", "fusion_threshold_mb", float),
-    ("--cycle-time-ms", "cycle_time_ms", float),
-    ("--hierarchical", "hierarchical", str),
-    ("--algorithm", "algorithm", str),
-    ("--nccl-version", "nccl_version", str),
-    ("--nccl-protocol", "nccl_protocol", str),
-    ("--horovod-version", "horovod_version", str),
-    ("--fp16-allreduce", "fp16_allreduce", str),
-    ("--framework", "framework", str),
-    ("--layout", "layout", str),
-    ("--fusion", "fusion", str),
-    ("--engine", "engine", str),
-    ("--network-calibration", "network_calibration", str),
-    ("--epochs", "epochs", float),
-    ("--dataset-images", "dataset_images", int),
-    ("--optimizer", "optimizer", str),
-    ("--checkpoint-GB", "checkpoint_GB", float),
-    ("--node-mtbf-hours", "node_mtbf_hours", mtbf_hours),
-    ("--checkpoint-write-GBps", "checkpoint_write_GBps", float),
-    ("--checkpoint-time-s", "checkpoint_time_s", float),
-    ("--recovery", "recovery", str),
-    ("--checkpoint-interval-min", "checkpoint_interval_min", minutes_or_auto),
-    ("--restart-min", "restart_min", float),
-    ("--rendezvous-s", "rendezvous_s", float),
-    ("--replace-min", "replace_min", float),
-    ("--mc-draws", "mc_draws", int),
-    ("--mc-seed", "mc_seed", int),
-)
-_BOOLEAN_HELP = "true or false (predict's flag of the same name)"
-
-
-def _predict_help() -> dict[str, str]:
-    """Help text of each ``ddlsim predict`` flag, by option string."""
-    from ddlsim.cli import predict
-
-    holder = argparse.ArgumentParser(add_help=False).add_subparsers()
-    predict.register(holder)
-    parser = holder.choices["predict"]
-    return {
-        option: action.help or ""
-        for action in parser._actions
-        for option in action.option_strings
-        if action.help and action.help != argparse.SUPPRESS
-    }
+#: the knobs a sweep may vary (the knob table's ``sweep`` rows)
+_SWEPT = tuple(knob for knob in KNOBS if knob.sweep)
+_BOOLEAN_HELP = "true or false"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -89,18 +34,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         "parameter may take a list. Runs on a local Dask cluster by default. Each row "
         "records its configuration (the 'config' column re-runs it with ddlsim.predict).",
     )
-    helps = _predict_help()
     grid = p.add_argument_group("grid values (one or more each; default: predict's default)")
-    for flag, dest, kind in _PARAMS:
-        what = _BOOLEAN_HELP if kind is str and dest in ("hierarchical", "fp16_allreduce") else ""
+    for knob in _SWEPT:
+        text = knob.help_text
+        if knob.annotation == "bool":
+            off = "" if knob.switch else " switches it off"
+            text = f"{_BOOLEAN_HELP}: {knob.flag} of predict{off}"
         grid.add_argument(
-            flag,
-            dest=dest,
-            type=kind,
+            knob.sweep_flag,
+            dest=knob.name,
+            type=str if knob.annotation == "bool" else PARSERS[knob.parse],
             nargs="+",
             default=None,
             metavar="V",
-            help=what or f"values of predict's {flag}: {helps.get(flag, '')}".rstrip(": "),
+            help=f"values of predict's {knob.flag}: {text}" if knob.annotation != "bool" else text,
         )
     p.add_argument(
         "--grid",
@@ -197,14 +144,13 @@ def run(args: argparse.Namespace) -> int:
     if args.output.lower().endswith(".parquet"):
         parquet_modules()  # pandas and pyarrow present: fail before the work
     raw: dict[str, Any] = load_grid_file(args.grid) if args.grid else {}
-    for _, dest, _ in _PARAMS:
-        values = getattr(args, dest)
+    for knob in _SWEPT:
+        values = getattr(args, knob.name)
         if values is not None:
-            raw[dest] = values
+            raw[knob.name] = values
     grid = normalise_grid(raw)
     check_grid_size(grid, args.max_configs)
     configs = expand_grid(grid, max_configs=args.max_configs)
-    warn_inapplicable_grid(configs)
     bar = None if args.quiet else _Bar()
     try:
         if args.serial:
@@ -225,6 +171,10 @@ def run(args: argparse.Namespace) -> int:
         if bar:
             bar.close()
     write_table(rows, args.output)
+    warn_inapplicable_grid(
+        (config, row if row["status"] == "ok" else None)
+        for config, row in zip(configs, rows, strict=True)
+    )
     failed = sum(1 for r in rows if r["status"] != "ok")
     if not args.quiet:
         print(f"{len(rows)} configurations, {failed} failed -> {args.output}", file=sys.stderr)

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if args.failure:
         return _failure(args, kwargs)
     trace = build_trace(kwargs, iterations=args.iterations, workers=args.workers)
-    warn_inapplicable(kwargs)
+    warn_inapplicable(kwargs, trace["metadata"]["inputs"])
     _warn_failure_flags(kwargs)
     write_trace(trace, args.output)
     if args.output != "-":
@@ -105,13 +105,13 @@ def run(args: argparse.Namespace) -> int:
 def _warn_failure_flags(kwargs: dict) -> None:
     """One warning per failure-model flag given without ``--failure`` (the iteration's trace
     does not depend on it)."""
-    from ddlsim.cli.failure_args import FIELDS
     from ddlsim.config.groups import defaults
+    from ddlsim.config.knobs import KNOBS
 
     default = defaults()
-    for name in (n for group in FIELDS.values() for n in group):
-        if kwargs[name] != default[name]:
-            flag = "--" + name.replace("_", "-")
+    for knob in KNOBS:
+        if knob.failure and kwargs[knob.name] != default[knob.name]:
+            flag = knob.flag
             print(
                 f"ddlsim: warning: {flag} has no effect without --failure (the iteration's "
                 "trace); ignored",
@@ -125,7 +125,7 @@ def _failure(args: argparse.Namespace, kwargs: dict) -> int:
     from ddlsim.tools.analysis.timeline import build_failure_trace, write_trace
 
     trace = build_failure_trace(kwargs)
-    warn_inapplicable(kwargs)
+    warn_inapplicable(kwargs, trace["metadata"]["inputs"])
     for flag, given in (("--iterations", args.iterations != 1), ("--workers", args.workers)):
         if given:
             print(f"ddlsim: warning: {flag} has no effect with --failure; ignored", file=sys.stderr)

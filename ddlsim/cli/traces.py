@@ -134,7 +134,7 @@ def run_timeline(args: argparse.Namespace) -> int:
 
         kwargs = predict_kwargs(args)
         pred = predict(**kwargs)
-        warn_inapplicable(kwargs)
+        warn_inapplicable(kwargs, pred.inputs)
         simulated = simulated_phases(
             pred.sim.spans, pred.iteration_time_s, len(pred.sim.iteration_times_s)
         )

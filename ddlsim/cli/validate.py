@@ -14,8 +14,8 @@ import sys
 from dataclasses import replace
 
 from ddlsim.cli.args import integer as _int
-from ddlsim.cli.args import number as _number
 from ddlsim.cli.args import output_file
+from ddlsim.cli.config_args import add_overrides
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION
 from ddlsim.execution.horovod import DEFAULT_HOROVOD_VERSION
@@ -95,57 +95,27 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SOURCE_ID",
         help="validate only the rows of this source (repeatable); baselines come from all rows",
     )
-    p.add_argument("--engine", default="fast", choices=("fast", "detailed"), help="default: fast")
-    p.add_argument(
-        "--nccl-version",
-        default=None,
-        metavar="X.Y",
-        help=f"NCCL release for every row (default: predict's, {DEFAULT_NCCL_VERSION})",
+    add_overrides(
+        p,
+        {
+            "engine": "default: fast",
+            "nccl_version": "NCCL release for every row (default: predict's, "
+            f"{DEFAULT_NCCL_VERSION})",
+            "horovod_version": "Horovod release for every row (default: predict's, "
+            f"{DEFAULT_HOROVOD_VERSION})",
+            "fusion_threshold_mb": "HOROVOD_FUSION_THRESHOLD for every Horovod row (default: the "
+            "release's)",
+            "cycle_time_ms": "HOROVOD_CYCLE_TIME for every Horovod row (default: the release's)",
+            "rank_sigma": "per-rank speed variability for every row (default: predict's fitted "
+            "value)",
+            "host_contention": "compute slowdown of GPUs sharing a node, for every row "
+            f"(default: predict's, {DEFAULT_HOST_CONTENTION:g})",
+            "interference": "do not slow compute while collectives hold SMs, for every row",
+            "network_calibration": "network calibration file ('ddlsim calibrate network'): rows "
+            "on the network it measured use its fitted link terms (runs and collectives files)",
+        },
     )
-    p.add_argument(
-        "--horovod-version",
-        default=None,
-        metavar="X.Y[.Z]",
-        help=f"Horovod release for every row (default: predict's, {DEFAULT_HOROVOD_VERSION})",
-    )
-    p.add_argument(
-        "--fusion-threshold-mb",
-        type=_number,
-        default=None,
-        help="HOROVOD_FUSION_THRESHOLD for every Horovod row (default: the release's)",
-    )
-    p.add_argument(
-        "--cycle-time-ms",
-        type=_number,
-        default=None,
-        help="HOROVOD_CYCLE_TIME for every Horovod row (default: the release's)",
-    )
-    p.add_argument(
-        "--rank-sigma",
-        type=_number,
-        default=None,
-        help="per-rank speed variability for every row (default: predict's fitted value)",
-    )
-    p.add_argument(
-        "--host-contention",
-        type=_number,
-        default=None,
-        metavar="FRACTION",
-        help="compute slowdown of GPUs sharing a node, for every row "
-        f"(default: predict's, {DEFAULT_HOST_CONTENTION:g})",
-    )
-    p.add_argument(
-        "--no-interference",
-        action="store_true",
-        help="do not slow compute while collectives hold SMs, for every row",
-    )
-    p.add_argument(
-        "--network-calibration",
-        default=None,
-        metavar="FILE",
-        help="network calibration file ('ddlsim calibrate network'): rows on the network it "
-        "measured use its fitted link terms (runs and collectives files)",
-    )
+    p.set_defaults(engine="fast")
     p.add_argument(
         "--assume-baseline-batch",
         action="store_true",

@@ -25,24 +25,32 @@ from ddlsim.comm.replicated import ReplicatedCpuModel, ReplicatedNcclModel
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.system.specs import Cluster
 
+#: every gradient-exchange method ddlsim models: the one list (``--comm``'s vocabulary, the
+#: knob table's check, the validation plots' colour order)
 METHODS = (
     "horovod-nccl",
     "horovod-mpi",
     "ps",
-    "byteps",
     "replicated-nccl",
     "replicated-cpu",
     "distributed-replicated",
+    "byteps",
     "horovod-gloo",
     "ddp",
 )
+#: methods run by Horovod's coordinator (cycle, negotiation, tensor fusion)
+HOROVOD_METHODS = ("horovod-nccl", "horovod-mpi", "horovod-gloo")
+#: methods that push gradients to and pull parameters from servers
+PS_METHODS = ("ps", "distributed-replicated", "byteps")
 #: methods whose collectives are NCCL's (GPU workers only)
 NCCL_METHODS = ("horovod-nccl", "replicated-nccl", "ddp")
 
 __all__ = [
     "ALGORITHMS",
+    "HOROVOD_METHODS",
     "METHODS",
     "NCCL_PROTOCOLS",
+    "PS_METHODS",
     "CommModel",
     "default_n_ps",
     "make_comm_model",

@@ -22,105 +22,73 @@ say; :meth:`JobConfig.resilience` converts them to its SI configuration.
 
 :class:`JobConfig` holds the four. :meth:`JobConfig.from_kwargs` sorts flat keywords into their
 groups (every field name is unique across the groups, so a flat record stays unambiguous and
-readable) and :meth:`JobConfig.kwargs` flattens them back. Each group checks its own values
-when it is made (:class:`~ddlsim.errors.ConfigError` naming the value); names (models, GPUs,
-links, methods) are checked where they are resolved against the catalogs.
+readable) and :meth:`JobConfig.kwargs` flattens them back. The four group classes are made
+from the knob table (:mod:`ddlsim.config.knobs`): their fields, defaults and checks are its rows,
+in its order, and each group checks its values when it is made
+(:class:`~ddlsim.errors.ConfigError` naming the value). The names of models, GPUs and links
+are checked where they are resolved against the zoo and the catalogs (which know aliases).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import numbers
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ddlsim.calibration.profile import MIN_IMAGES_PER_SEC, check_images_per_sec
-from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
-from ddlsim.compute.stack import DEFAULT_FRAMEWORK, check_stack_names
-from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, check_max_events
-from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
-from ddlsim.errors import ConfigError, shown
-from ddlsim.execution.horovod import DEFAULT_HOROVOD_VERSION
-from ddlsim.execution.schedules import DEFAULT_PARTITION_BYTES
-from ddlsim.resilience.config import (
-    DEFAULT_CHECKPOINT_WRITE_GBPS,
-    DEFAULT_NODE_MTBF_HOURS,
-    DEFAULT_RENDEZVOUS_S,
-    DEFAULT_REPLACE_MIN,
-    HOUR_S,
-    MAX_CHECKPOINT_WRITE_GBPS,
-    MAX_MC_DRAWS,
-    MIN_CHECKPOINT_GB,
-    MIN_CHECKPOINT_WRITE_GBPS,
-    MINUTE_S,
-    OPTIMIZERS,
-    RECOVERIES,
-    ResilienceConfig,
-    check_choice,
-    check_count,
-    check_duration,
-    check_node_mtbf_hours,
-    check_range,
+from ddlsim.config.knobs import (  # noqa: F401  (the limits' former home: kept importable)
+    MAX_CYCLE_TIME_MS,
+    MAX_FUSION_THRESHOLD_MB,
+    MAX_JITTER_SIGMA,
+    MAX_SLOWDOWN,
+    MIN_CYCLE_TIME_MS,
+    Knob,
+    in_group,
 )
-from ddlsim.units import MiB
-from ddlsim.workload.ttt import DEFAULT_EPOCHS, IMAGENET_1K_TRAIN_IMAGES, validate_ttt_inputs
-
-#: largest accepted log-normal sigma of the detailed engine's compute jitter (beyond it one
-#: iteration's compute varies by orders of magnitude and the results become meaningless)
-MAX_JITTER_SIGMA = 1.0
-#: largest accepted straggler slowdown (compute-time multiplier of one rank)
-MAX_SLOWDOWN = 100.0
-#: largest accepted fusion threshold, MiB
-MAX_FUSION_THRESHOLD_MB = 65536
-#: accepted Horovod cycle times, ms, besides 0 (no cycle): from a microsecond (below it the
-#: cycle count of one iteration overflows what a float counts exactly) to ten seconds
-MIN_CYCLE_TIME_MS = 1e-3
-MAX_CYCLE_TIME_MS = 10_000
+from ddlsim.errors import ConfigError
+from ddlsim.resilience.config import HOUR_S, MINUTE_S, ResilienceConfig
 
 
-def _finite_in(value: Any, low: float, high: float) -> bool:
-    """``value`` is a real number (not a bool), finite, in [low, high]."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    return ok and math.isfinite(value) and low <= value <= high
+def _post_init(knobs: tuple[Knob, ...]) -> Callable[[Any], None]:
+    def check(self: Any) -> None:
+        for knob in knobs:
+            knob.validate(getattr(self, knob.name))
+
+    return check
 
 
-@dataclass(frozen=True)
-class WorkloadConfig:
-    """What is trained. ``model``, ``batch`` and ``precision`` left at None take the
+def _group(class_name: str, group: str, doc: str) -> type:
+    """The frozen dataclass of ``group``: one field per knob of the table, checked when made."""
+    knobs = in_group(group)
+    cls = dataclasses.make_dataclass(
+        class_name,
+        [(k.name, k.annotation, field(default=k.default)) for k in knobs],
+        frozen=True,
+        namespace={"__post_init__": _post_init(knobs), "__doc__": doc},
+    )
+    cls.__module__ = __name__
+    return cls
+
+
+if TYPE_CHECKING:  # the classes are made from the table; to a type checker they are Any
+    WorkloadConfig = SystemConfig = ExecutionConfig = SimulationConfig = Any
+else:
+    WorkloadConfig = _group(
+        "WorkloadConfig",
+        "workload",
+        """What is trained. ``model``, ``batch`` and ``precision`` left at None take the
     ``calibration`` file's values, else resnet50, 64 and fp32
     (:mod:`ddlsim.calibration.use`). ``tf32`` False runs fp32 on a GPU with TF32
     tensor cores as true fp32 (``NVIDIA_TF32_OVERRIDE=0``). ``single_gpu_throughput`` (images/s)
     rescales the compute so that one GPU runs at that rate. ``epochs`` passes over
     ``dataset_images`` images give the time to train. ``optimizer`` (sgd, momentum, adam)
     says what a checkpoint holds besides the weights; ``checkpoint_GB`` replaces the size
-    computed from the model (:mod:`ddlsim.resilience.state`)."""
-
-    model: str | None = None
-    batch: int | None = None
-    precision: str | None = None
-    tf32: bool = True
-    data: str = "synthetic"
-    calibration: str | None = None
-    single_gpu_throughput: float | None = None
-    epochs: float = DEFAULT_EPOCHS
-    dataset_images: int = IMAGENET_1K_TRAIN_IMAGES
-    optimizer: str = "momentum"
-    checkpoint_GB: float | None = None
-
-    def __post_init__(self) -> None:
-        validate_ttt_inputs(self.epochs, self.dataset_images)
-        check_choice("optimizer", self.optimizer, OPTIMIZERS)
-        if self.checkpoint_GB is not None:
-            check_range("checkpoint size", self.checkpoint_GB, MIN_CHECKPOINT_GB, 1e9, "GB")
-        if self.single_gpu_throughput is not None:
-            check_images_per_sec(self.single_gpu_throughput, "single-GPU throughput")
-
-
-@dataclass(frozen=True)
-class SystemConfig:
-    """What it runs on: ``gpus`` GPUs of type ``gpu`` (None: the calibration file's, else
+    computed from the model (:mod:`ddlsim.resilience.state`).""",
+    )
+    SystemConfig = _group(
+        "SystemConfig",
+        "system",
+        """What it runs on: ``gpus`` GPUs of type ``gpu`` (None: the calibration file's, else
     p100), ``gpus_per_node`` per node, the ``intra_node`` fabric and ``inter_node`` network
     (None: the GPU's usual server, InfiniBand EDR between nodes), the ``transport`` (None: the
     network's usual one, or what NCCL picks), ``nics_per_node`` NICs per node (multi-rail:
@@ -131,45 +99,12 @@ class SystemConfig:
     (:func:`ddlsim.calibration.network.apply`). ``node_mtbf_hours`` is each node's mean time
     between failures (default: Llama 3's, :mod:`ddlsim.resilience.config`; 0: no failures),
     ``checkpoint_write_GBps`` a node's checkpoint write (and read) bandwidth and
-    ``checkpoint_time_s`` a measured checkpoint write, in place of size / bandwidth."""
-
-    gpus: int = 1
-    gpu: str | None = None
-    gpus_per_node: int | None = None
-    intra_node: str | None = None
-    inter_node: str | None = None
-    transport: str | None = None
-    nics_per_node: int = 1
-    host_input_images_per_s: float | None = None
-    network_calibration: str | None = None
-    node_mtbf_hours: float = DEFAULT_NODE_MTBF_HOURS
-    checkpoint_write_GBps: float = DEFAULT_CHECKPOINT_WRITE_GBPS
-    checkpoint_time_s: float | None = None
-
-    def __post_init__(self) -> None:
-        check_node_mtbf_hours(self.node_mtbf_hours)
-        check_range(
-            "checkpoint write bandwidth",
-            self.checkpoint_write_GBps,
-            MIN_CHECKPOINT_WRITE_GBPS,
-            MAX_CHECKPOINT_WRITE_GBPS,
-            "GB/s",
-        )
-        if self.checkpoint_time_s is not None:
-            check_duration("checkpoint write time", self.checkpoint_time_s, "s", 1.0)
-        rate = self.host_input_images_per_s
-        if rate is not None:
-            ok = isinstance(rate, numbers.Real) and not isinstance(rate, bool)
-            if not ok or not math.isfinite(rate) or not MIN_IMAGES_PER_SEC <= rate <= 1e9:
-                raise ConfigError(
-                    f"host input rate must be a number of images/s in {MIN_IMAGES_PER_SEC:g}..1e9,"
-                    f" got {shown(rate)}"
-                )
-
-
-@dataclass(frozen=True)
-class ExecutionConfig:
-    """How the framework trains: the gradient-exchange ``comm`` method; parameter servers
+    ``checkpoint_time_s`` a measured checkpoint write, in place of size / bandwidth.""",
+    )
+    ExecutionConfig = _group(
+        "ExecutionConfig",
+        "execution",
+        """How the framework trains: the gradient-exchange ``comm`` method; parameter servers
     (``n_ps`` tasks, None: the method's default; ``ps_colocated`` on the worker nodes;
     ``ps_placement`` of the variables, cpu or gpu); who decodes real data (``input_pipeline``:
     the host or NVIDIA DALI on the GPUs); Horovod's release (its negotiation and the defaults
@@ -188,75 +123,12 @@ class ExecutionConfig:
     (elastic: commits), None = auto, the minimum of the expected time-to-train.
     ``framework`` (tensorflow, pytorch, mxnet), ``layout`` (nchw, nhwc) and ``fusion`` (none,
     bn-act, xla) are the software stack the compute is timed for (:mod:`ddlsim.compute.stack`;
-    a layout or fusion left None is the framework's default)."""
-
-    comm: str = "horovod-nccl"
-    schedule: str = "auto"
-    partition_mb: float = DEFAULT_PARTITION_BYTES / MiB
-    bucket_cap_mb: float | None = None
-    n_ps: int | None = None
-    ps_colocated: bool = True
-    ps_placement: str = "cpu"
-    input_pipeline: str = "host"
-    horovod_version: str = DEFAULT_HOROVOD_VERSION
-    fusion_threshold_mb: float | None = None
-    cycle_time_ms: float | None = None
-    response_cache: bool = True
-    hierarchical: bool = False
-    fp16_allreduce: bool = False
-    nccl_version: str = DEFAULT_NCCL_VERSION
-    algorithm: str = "auto"
-    nccl_protocol: str = "auto"
-    recovery: str = "restart"
-    checkpoint_interval_min: float | None = None
-    restart_min: float | None = None
-    rendezvous_s: float = DEFAULT_RENDEZVOUS_S
-    replace_min: float = DEFAULT_REPLACE_MIN
-    framework: str = DEFAULT_FRAMEWORK
-    layout: str | None = None
-    fusion: str | None = None
-
-    def __post_init__(self) -> None:
-        check_stack_names(self.framework, self.layout, self.fusion)
-        check_choice("recovery", self.recovery, RECOVERIES)
-        for what, value, unit, unit_s, zero in (
-            ("checkpoint interval", self.checkpoint_interval_min, "min", MINUTE_S, False),
-            ("restart time", self.restart_min, "min", MINUTE_S, True),
-            ("re-rendezvous time", self.rendezvous_s, "s", 1.0, True),
-            ("node replacement time", self.replace_min, "min", MINUTE_S, True),
-        ):
-            if value is not None:
-                check_duration(what, value, unit, unit_s, zero=zero)
-        part = self.partition_mb
-        if isinstance(part, bool) or not isinstance(part, numbers.Real) or not 1e-3 <= part <= 1024:
-            raise ConfigError(f"partition size must be in 0.001..1024 MiB, got {part!r}")
-        cap = self.bucket_cap_mb
-        if cap is not None and (
-            isinstance(cap, bool)
-            or not isinstance(cap, numbers.Real)
-            or not math.isfinite(cap)
-            or not 1 / MiB <= cap <= MAX_FUSION_THRESHOLD_MB
-        ):
-            raise ConfigError(
-                f"DDP bucket cap must be a number in 1 byte .. {MAX_FUSION_THRESHOLD_MB} MiB, "
-                f"got {cap!r}"
-            )
-        mb = self.fusion_threshold_mb
-        if mb is not None and not _finite_in(mb, 0, MAX_FUSION_THRESHOLD_MB):
-            raise ConfigError(
-                f"fusion threshold must be in 0..{MAX_FUSION_THRESHOLD_MB} MiB, got {shown(mb)}"
-            )
-        ms = self.cycle_time_ms
-        if ms is not None and not (ms == 0 or _finite_in(ms, MIN_CYCLE_TIME_MS, MAX_CYCLE_TIME_MS)):
-            raise ConfigError(
-                f"cycle time must be 0 or in {MIN_CYCLE_TIME_MS:g}..{MAX_CYCLE_TIME_MS:g} ms, "
-                f"got {shown(ms)}"
-            )
-
-
-@dataclass(frozen=True)
-class SimulationConfig:
-    """How ddlsim simulates the job: ``engine`` fast (one representative worker) or detailed
+    a layout or fusion left None is the framework's default).""",
+    )
+    SimulationConfig = _group(
+        "SimulationConfig",
+        "simulation",
+        """How ddlsim simulates the job: ``engine`` fast (one representative worker) or detailed
     (every GPU a process); the synchronisation terms of :mod:`ddlsim.engine.sync`
     (``rank_sigma``: each rank's per-iteration speed variability, charged as waiting for the
     slowest rank; ``host_contention``: compute slowdown of GPUs sharing a node;
@@ -264,45 +136,8 @@ class SimulationConfig:
     (rank -> compute-time multiplier), seeded log-normal compute ``jitter_sigma``, ``seed``,
     and ``max_events``, the budget a run is refused over (:mod:`ddlsim.engine.budget`).
     ``mc_draws`` > 0 adds a Monte Carlo of that many whole training runs with failures, seeded
-    by ``mc_seed`` (:mod:`ddlsim.resilience.montecarlo`)."""
-
-    engine: str = "fast"
-    stragglers: Mapping[int, float] | None = None
-    jitter_sigma: float = 0.0
-    rank_sigma: float = DEFAULT_RANK_SIGMA
-    host_contention: float = DEFAULT_HOST_CONTENTION
-    interference: bool = True
-    seed: int = 0
-    max_events: float = DEFAULT_MAX_EVENTS
-    mc_draws: int = 0
-    mc_seed: int = 0
-
-    def __post_init__(self) -> None:
-        for what, seed in (("seed", self.seed), ("Monte Carlo seed", self.mc_seed)):
-            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
-                raise ConfigError(f"{what} must be a non-negative integer, got {seed!r}")
-        check_count("Monte Carlo draws", self.mc_draws, MAX_MC_DRAWS)
-        if not 0 <= self.jitter_sigma <= MAX_JITTER_SIGMA:
-            raise ConfigError(
-                f"jitter sigma must be in 0..{MAX_JITTER_SIGMA:g}, got {self.jitter_sigma:g}"
-            )
-        _check_stragglers(self.stragglers or {})
-        SyncTerms(self.rank_sigma, self.host_contention, bool(self.interference))
-        check_max_events(self.max_events)
-
-
-def _check_stragglers(stragglers: Mapping[int, float]) -> None:
-    """Ranks are non-negative integers; slowdowns finite and in (0, MAX_SLOWDOWN]."""
-    for rank, factor in stragglers.items():
-        if isinstance(rank, bool) or not isinstance(rank, numbers.Integral) or rank < 0:
-            raise ConfigError(f"straggler rank must be a non-negative integer, got {rank!r}")
-        ok = isinstance(factor, numbers.Real) and not isinstance(factor, bool)
-        if not ok or not math.isfinite(factor) or not 0 < factor <= MAX_SLOWDOWN:
-            shown = f"{factor:g}" if ok else repr(factor)
-            raise ConfigError(
-                f"bad straggler {rank}:{shown}: a slowdown (compute-time multiplier) must be a "
-                f"finite number in (0, {MAX_SLOWDOWN:g}]"
-            )
+    by ``mc_seed`` (:mod:`ddlsim.resilience.montecarlo`).""",
+    )
 
 
 #: the groups of a job, in the order a flat record lists their fields

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ddlsim.calibration.use import DEFAULT_BATCH_PER_GPU
+from ddlsim.comm import HOROVOD_METHODS, PS_METHODS
+from ddlsim.comm import METHODS as COMM_METHODS
 from ddlsim.comm.nccl import (
     ALGORITHM_CHOICES,
     DEFAULT_NCCL_VERSION,
@@ -35,19 +37,6 @@ from ddlsim.execution.schedules import (
 )
 from ddlsim.units import MiB
 
-COMM_METHODS = (
-    "horovod-nccl",
-    "horovod-mpi",
-    "ps",
-    "replicated-nccl",
-    "replicated-cpu",
-    "distributed-replicated",
-    "byteps",
-    "horovod-gloo",
-    "ddp",
-)
-HOROVOD_METHODS = ("horovod-nccl", "horovod-mpi", "horovod-gloo")
-PS_METHODS = ("ps", "distributed-replicated", "byteps")
 PRECISIONS = ("fp32", "amp")
 DATA_KINDS = ("synthetic", "real")
 #: who decodes real data: the host CPUs (tf.data / framework readers) or the GPUs (NVIDIA DALI)

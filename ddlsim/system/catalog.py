@@ -112,7 +112,9 @@ def host_link_names() -> tuple[str, ...]:
 # --------------------------------------------------------------------------- cluster builder
 
 
-def _count(what: str, value: object, maximum: int) -> int:
+def check_count(what: str, value: object, maximum: int) -> int:
+    """``value`` as an int if it counts GPUs, nodes or NICs (1..``maximum``), else a
+    :class:`ConfigError` naming it (the knob table's check of those counts)."""
     if isinstance(value, bool):
         raise ConfigError(f"{what} must be an integer, got {value!r}")
     if not isinstance(value, int):
@@ -152,7 +154,7 @@ def build_cluster(
     cat = _catalog()
     device_id = cat.device_id(device)
     spec = cat.devices[device_id]
-    n = _count("n_gpus", n_gpus, MAX_GPUS)
+    n = check_count("n_gpus", n_gpus, MAX_GPUS)
     intra_id = None if intra_node is None else cat.intra_id(intra_node)
     if gpus_per_node is None:
         limits = [n, cat.node_gpus[device_id]]
@@ -160,7 +162,7 @@ def build_cluster(
             limits.append(cat.max_gpus[intra_id])  # type: ignore[arg-type]
         per_node = min(limits)
     else:
-        per_node = _count("gpus_per_node", gpus_per_node, MAX_GPUS_PER_NODE)
+        per_node = check_count("gpus_per_node", gpus_per_node, MAX_GPUS_PER_NODE)
     if n > per_node and n % per_node:
         raise ConfigError(
             f"n_gpus={n} is not a multiple of gpus_per_node={per_node} "
@@ -193,7 +195,7 @@ def build_cluster(
         transport_id = _norm(transport)
         if transport_id not in TRANSPORTS:
             raise UnknownNameError("transport", transport, TRANSPORTS)
-    nics = _count("nics_per_node", nics_per_node, MAX_NICS_PER_NODE)
+    nics = check_count("nics_per_node", nics_per_node, MAX_NICS_PER_NODE)
 
     fabric = cat.intra[intra_id]
     host = cat.host[spec.host_link]

@@ -8,45 +8,16 @@ together (12 GPUs at 8 per node) still become rows with ``status=error``.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ddlsim.config.knobs import KNOBS, Knob
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.extras import require
 
 #: YAML / command-line spellings that differ from predict()'s keywords
 ALIASES = {"batch_per_gpu": "batch", "single_gpu_images_per_sec": "single_gpu_throughput"}
-
-
-def _names(what: str, valid: Callable[[], Iterable[str]]) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        names = tuple(valid())
-        if not isinstance(value, str) or value.strip().lower() not in names:
-            raise UnknownNameError(what, value, names)
-        return value.strip().lower()
-
-    return check
-
-
-def _int(what: str, low: int, high: int) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise ConfigError(f"sweep {what} must be an integer in {low}..{high}, got {value!r}")
-        return value
-
-    return check
-
-
-def _float(what: str, low: float, high: float) -> Callable[[Any], Any]:
-    def check(value: Any) -> Any:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not ok or not math.isfinite(value) or not low <= value <= high:
-            raise ConfigError(f"sweep {what} must be a number in {low:g}..{high:g}, got {value!r}")
-        return value
-
-    return check
 
 
 def _bool(what: str) -> Callable[[Any], Any]:
@@ -60,96 +31,35 @@ def _bool(what: str) -> Callable[[Any], Any]:
     return check
 
 
-def _job_field(name: str, words: dict[str, Any] | None = None) -> Callable[[Any], Any]:
-    """A value of the job's field ``name``, checked as the job checks it
-    (:mod:`ddlsim.config.groups`); ``words`` maps spellings (``none``, ``auto``) to values."""
+def _knob_check(knob: Knob) -> Callable[[Any], Any]:
+    """A grid value of ``knob``: a name is one of its registry's (any case, trimmed); a word
+    stands for its value (``none`` -> 0); the rest is checked as the job checks it."""
+    if knob.annotation == "bool":
+        return _bool(knob.name)
 
     def check(value: Any) -> Any:
-        from ddlsim.config.groups import JobConfig
-
-        if isinstance(value, str) and value.strip().lower() in (words or {}):
-            value = (words or {})[value.strip().lower()]
+        vocabulary = knob.vocabulary
+        if isinstance(value, str) and value.strip().lower() in knob.words:
+            value = knob.words[value.strip().lower()]
+        elif vocabulary is not None:
+            names = tuple(vocabulary())
+            if not isinstance(value, str) or value.strip().lower() not in names:
+                raise UnknownNameError(knob.name.replace("_", " "), value, names)
+            value = value.strip().lower()
+        if knob.name == "network_calibration":
+            return _network_calibration(value)
         try:
-            JobConfig.from_kwargs(**{name: value})
+            knob.validate(value)
         except ConfigError as exc:
-            raise ConfigError(f"sweep {name}: {exc}") from None
-        return value
+            raise ConfigError(f"sweep {knob.name}: {exc}") from None
+        return knob.canonical(value) if knob.canonical is not None else value
 
     return check
 
 
-#: the failure model's keywords (:mod:`ddlsim.resilience`), checked as the job checks them
-FAILURE_KEYS = {
-    "node_mtbf_hours": {"none": 0.0},
-    "checkpoint_interval_min": {"auto": None},
-    **dict.fromkeys(
-        ("checkpoint_GB", "checkpoint_write_GBps", "checkpoint_time_s", "restart_min"),
-    ),
-    **dict.fromkeys(("rendezvous_s", "replace_min", "mc_draws", "mc_seed")),
-}
-
-
 def _checkers() -> dict[str, Callable[[Any], Any]]:
-    from ddlsim.calibration.profile import MAX_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
-    from ddlsim.comm.nccl import NcclVersion
-    from ddlsim.compute.kernels import LAYOUTS
-    from ddlsim.compute.stack import FRAMEWORKS, FUSIONS
-    from ddlsim.config.groups import MAX_CYCLE_TIME_MS
-    from ddlsim.engine.simulate import ENGINES
-    from ddlsim.execution.horovod import horovod_release
-    from ddlsim.execution.schedules import SCHEDULES
-    from ddlsim.execution.strategy import (
-        ALGORITHMS,
-        COMM_METHODS,
-        DATA_KINDS,
-        NCCL_PROTOCOLS,
-        PRECISIONS,
-    )
-    from ddlsim.resilience.config import OPTIMIZERS, RECOVERIES
-    from ddlsim.system import catalog
-    from ddlsim.system.specs import TRANSPORTS
-    from ddlsim.workload.zoo import MODEL_NAMES
-
-    return {
-        "model": _names("model", lambda: MODEL_NAMES),
-        "gpu": _names("gpu", catalog.device_names),
-        "intra_node": _names("intra_node link", catalog.intra_link_names),
-        "inter_node": _names("inter_node network", catalog.inter_link_names),
-        "transport": _names("transport", lambda: TRANSPORTS),
-        "comm": _names("comm method", lambda: COMM_METHODS),
-        "schedule": _names("schedule", lambda: SCHEDULES),
-        "partition_mb": _float("partition_mb", 1e-3, 1024),
-        "precision": _names("precision", lambda: PRECISIONS),
-        "data": _names("data", lambda: DATA_KINDS),
-        "algorithm": _names("allreduce algorithm", lambda: ALGORITHMS),
-        "nccl_protocol": _names("NCCL protocol", lambda: NCCL_PROTOCOLS),
-        "nccl_version": lambda v: str(NcclVersion.parse(v)),
-        "horovod_version": lambda v: horovod_release(str(v)).version,
-        "engine": _names("engine", lambda: ENGINES),
-        "framework": _names("framework", lambda: FRAMEWORKS),
-        "layout": _names("layout", lambda: LAYOUTS),
-        "fusion": _names("fusion", lambda: FUSIONS),
-        "gpus": _int("gpus", 1, 1_000_000),
-        "gpus_per_node": _int("gpus_per_node", 1, 64),
-        "nics_per_node": _int("nics_per_node", 1, 64),
-        "n_ps": _int("n_ps", 1, 100_000),
-        "batch": _int("batch", 1, 65536),
-        "fusion_threshold_mb": _float("fusion_threshold_mb", 0, 65536),
-        "cycle_time_ms": _float("cycle_time_ms", 0, MAX_CYCLE_TIME_MS),
-        "single_gpu_throughput": _float(
-            "single_gpu_throughput", MIN_IMAGES_PER_SEC, MAX_IMAGES_PER_SEC
-        ),
-        "epochs": _float("epochs", 1e-9, 1e6),
-        "dataset_images": _int("dataset_images", 1, 10**12),
-        "hierarchical": _bool("hierarchical"),
-        "fp16_allreduce": _bool("fp16_allreduce"),
-        "tf32": _bool("tf32"),
-        "ps_colocated": _bool("ps_colocated"),
-        "network_calibration": _network_calibration,
-        "optimizer": _names("optimizer", lambda: OPTIMIZERS),
-        "recovery": _names("recovery", lambda: RECOVERIES),
-        **{name: _job_field(name, words) for name, words in FAILURE_KEYS.items()},
-    }
+    """One check per knob a grid may vary (the knob table's ``sweep`` rows)."""
+    return {knob.name: _knob_check(knob) for knob in KNOBS if knob.sweep}
 
 
 def _network_calibration(value: Any) -> str:

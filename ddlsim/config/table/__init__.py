@@ -1,0 +1,1 @@
+"""The knob table's rows, one module per group of the job (:mod:`ddlsim.config.knobs`)."""
