@@ -62,6 +62,9 @@ class Prediction:
     comm_ops: list[dict[str, Any]]
     sim: SimResult = field(repr=False, compare=False)
     resilience: ResilienceResult | None = None
+    #: the resolved job (cluster, strategy, workload, communication model, DAG): what the
+    #: failure model and the report read as typed values (None for a result read from JSON)
+    setup: Setup | None = field(default=None, repr=False, compare=False)
 
     @property
     def track_record(self) -> dict[str, Any] | None:
@@ -148,6 +151,7 @@ def predict_job(job: JobConfig) -> Prediction:
         },
         comm_ops=_comm_ops(sim, setup.comm),
         sim=sim,
+        setup=setup,
     )
     failures = job.resilience()
     if failures is None:

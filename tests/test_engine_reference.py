@@ -37,7 +37,7 @@ def test_the_engine_moves_time_as_the_simpy_reference_does(config, engine):
     setup = prepare(j)
     options = sim_options(j.simulation)
     reference = reference_run(
-        setup.dag, setup.cluster, setup.comm, options=options, **setup.coordination()
+        setup.dag, setup.cluster, setup.comm, options=options, coordination=setup.coordination()
     )
     result = setup.simulate(options)
     ends = reference.iteration_end_s

@@ -338,18 +338,18 @@ def reference_run(
     comm: Any,
     *,
     options: Any = None,
-    **coordination: Any,
+    coordination: Any = None,
 ) -> RunRecord:
     """The SimPy run of the configuration :func:`ddlsim.engine.simulate.simulate` would run
-    (same plan, costs and knobs; ``coordination``: its Horovod keywords; no budget check, no
-    caches)."""
+    (same plan, costs and knobs; ``coordination``: its Horovod coordinator,
+    :class:`~ddlsim.execution.horovod.Coordination`; no budget check, no caches)."""
     from ddlsim.comm.executor import execute
     from ddlsim.engine.plan import plan_from_dag
     from ddlsim.engine.simulate import SimOptions, engine_config
 
     opts = options or SimOptions()
     detailed = opts.engine == "detailed"
-    cfg = engine_config(cluster, comm, opts, **coordination)
+    cfg = engine_config(cluster, comm, opts, *(() if coordination is None else (coordination,)))
 
     def fast(op: CommOp, starts: np.ndarray) -> np.ndarray:
         return starts.max() + comm.time_s(op.nbytes, op.op, op.channel) + np.zeros_like(starts)

@@ -28,7 +28,7 @@ from ddlsim.engine.sync import (
 )
 from ddlsim.errors import ConfigError
 from ddlsim.execution.dag import DiGraph
-from ddlsim.execution.horovod import CACHE, negotiation_model
+from ddlsim.execution.horovod import NO_COORDINATION, Coordination, negotiation_model
 from ddlsim.system.specs import Cluster
 
 ENGINES = ("fast", "detailed")
@@ -129,20 +129,14 @@ def simulate(
     cluster: Cluster,
     comm: CommModel,
     *,
-    horovod: bool = False,
-    cycle_time_s: float = 0.0,
-    negotiation: str = CACHE,
-    sleep_after_work: bool = False,
-    fusion_threshold_bytes: int | None = None,
+    coordination: Coordination = NO_COORDINATION,
     options: SimOptions | None = None,
 ) -> SimResult:
     """Simulate ``dag`` (one worker's iteration) on ``cluster`` exchanging gradients by ``comm``.
 
-    ``horovod`` turns on the coordinator: cycles every ``cycle_time_s`` (after each cycle's
-    work with ``sleep_after_work``, Horovod <= 0.12) and the release's ``negotiation`` scheme
-    (:func:`ddlsim.execution.horovod.negotiation_model`); plan ops pending at the same cycle are
-    fused
-    again up to ``fusion_threshold_bytes``.
+    ``coordination`` is Horovod's coordinator (:class:`~ddlsim.execution.horovod.Coordination`:
+    on or off, its cycle, the release's negotiation scheme, the run-time fusion threshold up
+    to which plan ops pending at the same cycle are fused again); none by default.
     """
     opts = options or SimOptions()
     if opts.engine not in ENGINES:
@@ -174,7 +168,7 @@ def simulate(
             iterations,
             traced,
             opts.max_events,
-            horovod=horovod and cluster.n_gpus > 1,
+            horovod=coordination.horovod and cluster.n_gpus > 1,
         )
     alone = None
     if cluster.n_gpus == 1 and not detailed:  # a pure function of the compute: computed once
@@ -185,16 +179,7 @@ def simulate(
         )  # fmt: skip
         if alone in _ALONE:
             return _ALONE[alone]
-    cfg = engine_config(
-        cluster,
-        comm,
-        opts,
-        horovod=horovod,
-        cycle_time_s=cycle_time_s,
-        negotiation=negotiation,
-        sleep_after_work=sleep_after_work,
-        fusion_threshold_bytes=fusion_threshold_bytes,
-    )
+    cfg = engine_config(cluster, comm, opts, coordination)
     executed = [0.0, 0.0]
     cost = _detailed_cost(comm, executed) if detailed else _fast_cost(comm)
     record = simulate_plan(plan, cost, cfg)
@@ -212,12 +197,7 @@ def engine_config(
     cluster: Cluster,
     comm: CommModel,
     opts: SimOptions,
-    *,
-    horovod: bool,
-    cycle_time_s: float,
-    negotiation: str,
-    sleep_after_work: bool,
-    fusion_threshold_bytes: int | None,
+    coordination: Coordination = NO_COORDINATION,
 ) -> EngineConfig:
     """The engine's knobs for ``opts`` on ``cluster`` (what :func:`simulate` and the SimPy
     reference both run with)."""
@@ -239,12 +219,16 @@ def engine_config(
         seed=opts.seed,
         warmup_iterations=opts.warmup_iterations,
         measured_iterations=opts.measured_iterations,
-        horovod=horovod and cluster.n_gpus > 1,
-        cycle_time_s=cycle_time_s,
-        sleep_after_work=sleep_after_work,
-        fusion_threshold_bytes=fusion_threshold_bytes,
+        horovod=coordination.horovod and cluster.n_gpus > 1,
+        cycle_time_s=coordination.cycle_time_s,
+        sleep_after_work=coordination.sleep_after_work,
+        fusion_threshold_bytes=coordination.fusion_threshold_bytes,
         negotiation=negotiation_model(
-            negotiation, cluster.n_gpus, cluster.local_gpus, net_latency_s, cluster.transport
+            coordination.negotiation,
+            cluster.n_gpus,
+            cluster.local_gpus,
+            net_latency_s,
+            cluster.transport,
         ),
         trace_workers=opts.trace_workers,
     )

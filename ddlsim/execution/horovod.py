@@ -86,6 +86,26 @@ def horovod_release(version: str = DEFAULT_HOROVOD_VERSION) -> HorovodRelease:
     return HorovodRelease(str(version).strip(), 128 * MiB, 1e-3, False, CACHE)
 
 
+@dataclass(frozen=True)
+class Coordination:
+    """Horovod's coordinator as one run uses it: on or off (``horovod``), the cycle
+    (``cycle_time_s``; after each cycle's work with ``sleep_after_work``, Horovod <= 0.12), the
+    release's ``negotiation`` scheme, and the run-time fusion threshold
+    (``fusion_threshold_bytes``: what pending operations may be fused into at a cycle; None or
+    0: each alone). The engines take it as one object, from the strategy
+    (:meth:`ddlsim.execution.strategy.Strategy.coordination`)."""
+
+    horovod: bool = False
+    cycle_time_s: float = 0.0
+    negotiation: str = CACHE
+    sleep_after_work: bool = False
+    fusion_threshold_bytes: int | None = None
+
+
+#: no coordinator: every operation is launched when it is ready
+NO_COORDINATION = Coordination()
+
+
 def tree_rounds_s(n_ranks: int, local_ranks: int, network_latency_s: float) -> float:
     """Latency of one small tree collective (binomial or recursive doubling) over ``n_ranks``
     ranks packed ``local_ranks`` per node: ceil(log2 g) rounds in shared memory, then

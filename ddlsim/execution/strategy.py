@@ -25,6 +25,7 @@ from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.execution.horovod import (
     DEFAULT_HOROVOD_VERSION,
     GATHER,
+    Coordination,
     HorovodRelease,
     horovod_release,
 )
@@ -178,6 +179,17 @@ class Strategy:
         schedule; 0 (each operation alone) under the others, whose operations are formed by the
         schedule (a ByteScheduler partition, an MG-WFBP group)."""
         return self.fusion_threshold_bytes if self.effective_schedule == "horovod" else 0
+
+    def coordination(self) -> Coordination:
+        """Horovod's coordinator as this strategy runs it (cycle, negotiation, sleep, run-time
+        fusion threshold); off for the other methods."""
+        return Coordination(
+            horovod=self.is_horovod,
+            cycle_time_s=self.cycle_time_s,
+            negotiation=self.negotiation,
+            sleep_after_work=self.release.sleep_after_work,
+            fusion_threshold_bytes=self.runtime_fusion_bytes,
+        )
 
     @property
     def grad_dtype(self) -> str:

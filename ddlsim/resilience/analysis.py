@@ -161,14 +161,23 @@ def job_from_prediction(prediction: Any, optimizer: str = "momentum") -> Job:
     from ddlsim.system import catalog
 
     i = prediction.inputs
-    nodes = int(i["nodes"])
-    nic_Gbps = i.get("nic_bandwidth_Gbps")
-    network = None
-    if nodes > 1 and nic_Gbps:
-        network = nic_Gbps * (i.get("nics_per_node") or 1) * 1e9 / 8
-    device = catalog.device(i["gpu"])
-    host_GBps = i.get("host_bandwidth_GBps")
-    host_Bps = device.mem_bandwidth_Bps / 2 if host_GBps is None else host_GBps * 1e9
+    setup = getattr(prediction, "setup", None)
+    if setup is not None:  # the resolved cluster, as typed values
+        cluster = setup.cluster
+        nodes, device = cluster.n_nodes, cluster.device
+        nic = cluster.nic if nodes > 1 else None
+        network = nic.bandwidth_Bps * cluster.nics_per_node if nic else None
+        host = cluster.host.bandwidth_Bps
+        host_Bps = host if math.isfinite(host) else device.mem_bandwidth_Bps / 2
+    else:  # a result read back from its JSON: its inputs in the report's units
+        nodes = int(i["nodes"])
+        nic_Gbps = i.get("nic_bandwidth_Gbps")
+        network = None
+        if nodes > 1 and nic_Gbps:
+            network = nic_Gbps * (i.get("nics_per_node") or 1) * 1e9 / 8
+        device = catalog.device(i["gpu"])
+        host_GBps = i.get("host_bandwidth_GBps")
+        host_Bps = device.mem_bandwidth_Bps / 2 if host_GBps is None else host_GBps * 1e9
     state = checkpoint_bytes(i["model"], i["precision"], optimizer)
     return Job(
         work_s=prediction.time_to_train_s,

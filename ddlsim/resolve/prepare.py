@@ -26,7 +26,7 @@ from ddlsim.config.groups import ExecutionConfig, JobConfig, SystemConfig, Workl
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
 from ddlsim.execution.dag import DiGraph, build_dag
-from ddlsim.execution.horovod import horovod_release
+from ddlsim.execution.horovod import Coordination, horovod_release
 from ddlsim.execution.strategy import Strategy
 from ddlsim.system import catalog
 from ddlsim.system.specs import Cluster, DeviceSpec
@@ -62,19 +62,13 @@ class Setup:
 
     def simulate(self, options: SimOptions | None = None) -> SimResult:
         """Run the engine on this configuration."""
-        return simulate(self.dag, self.cluster, self.comm, options=options, **self.coordination())
-
-    def coordination(self) -> dict[str, Any]:
-        """The engine's Horovod keywords for this strategy (coordinator on or off, cycle,
-        negotiation, sleep, run-time fusion threshold)."""
-        strategy = self.strategy
-        return dict(
-            horovod=strategy.is_horovod,
-            cycle_time_s=strategy.cycle_time_s,
-            negotiation=strategy.negotiation,
-            sleep_after_work=strategy.release.sleep_after_work,
-            fusion_threshold_bytes=strategy.runtime_fusion_bytes,
+        return simulate(
+            self.dag, self.cluster, self.comm, options=options, coordination=self.coordination()
         )
+
+    def coordination(self) -> Coordination:
+        """Horovod's coordinator for this strategy (:class:`Coordination`)."""
+        return self.strategy.coordination()
 
 
 def prepare(job: JobConfig) -> Setup:
