@@ -35,10 +35,10 @@ from ddlsim.system.specs import TRANSPORTS
 
 #: every knob, in group order and, within a group, in the order of its fields
 KNOBS: tuple[Knob, ...] = (
-    *workload.rows(),
-    *system.rows(),
-    *execution.rows(),
-    *simulation.rows(),
+    *workload.ROWS,
+    *system.ROWS,
+    *execution.ROWS,
+    *simulation.ROWS,
 )
 #: knob name -> knob
 BY_NAME: dict[str, Knob] = {k.name: k for k in KNOBS}

@@ -22,97 +22,155 @@ from ddlsim.workload.ttt import (
 )
 from ddlsim.workload.zoo import MODEL_NAMES
 
-
-def rows() -> tuple[Knob, ...]:
-    """The workload group's knobs, in field order."""
-    return (
-        Knob(
-            "model", "workload", None, "str | None", "--model",
-            lambda: f"zoo model: {', '.join(MODEL_NAMES)} (default: the --calibration file's, "
-            "else resnet50)",
-            names=lambda: MODEL_NAMES,
+#: the workload group's knobs, in field order
+ROWS: tuple[Knob, ...] = (
+    Knob(
+        "model",
+        "workload",
+        None,
+        "str | None",
+        "--model",
+        lambda: (
+            f"zoo model: {', '.join(MODEL_NAMES)} (default: the --calibration file's, "
+            "else resnet50)"
         ),
-        Knob(
-            "batch", "workload", None, "int | None", "--batch",
-            "mini-batch per GPU (default: the --calibration file's, else "
-            f"{DEFAULT_BATCH_PER_GPU})",
-            check=optional(Range("batch per GPU", 1, MAX_BATCH, integer=True)), parse="int",
+        names=lambda: MODEL_NAMES,
+    ),
+    Knob(
+        "batch",
+        "workload",
+        None,
+        "int | None",
+        "--batch",
+        f"mini-batch per GPU (default: the --calibration file's, else {DEFAULT_BATCH_PER_GPU})",
+        check=optional(Range("batch per GPU", 1, MAX_BATCH, integer=True)),
+        parse="int",
+    ),
+    Knob(
+        "precision",
+        "workload",
+        None,
+        "str | None",
+        "--precision",
+        "default: the --calibration file's, else fp32",
+        check=optional(Vocabulary("precision", lambda: PRECISIONS)),
+        choices=lambda: PRECISIONS,
+    ),
+    Knob(
+        "tf32",
+        "workload",
+        True,
+        "bool",
+        "--no-tf32",
+        "fp32 on a GPU with TF32 tensor cores (a100, h100) as true fp32 "
+        "(NVIDIA_TF32_OVERRIDE=0); by default fp32 convolutions run on TF32, as TensorFlow "
+        "2.4+ and PyTorch do",
+        negate=True,
+        applies=Applies(
+            lambda c: bool(c.get("tf32_in_play", True)),
+            "TF32 is in play only for fp32 on a GPU with TF32 tensor cores (a100, h100)",
+            ("gpu", "precision"),
         ),
-        Knob(
-            "precision", "workload", None, "str | None", "--precision",
-            "default: the --calibration file's, else fp32",
-            check=optional(Vocabulary("precision", lambda: PRECISIONS)),
-            choices=lambda: PRECISIONS,
+    ),
+    Knob(
+        "data",
+        "workload",
+        "synthetic",
+        "str",
+        "--data",
+        "default: synthetic",
+        check=Vocabulary("data", lambda: DATA_KINDS),
+        choices=lambda: DATA_KINDS,
+    ),
+    Knob(
+        "calibration",
+        "workload",
+        None,
+        "str | None",
+        "--calibration",
+        "calibration file; gives the default model, batch, precision and GPU (another "
+        "catalog --gpu re-times it by roofline ratios)",
+        metavar="FILE",
+        sweep=False,
+    ),
+    Knob(
+        "single_gpu_throughput",
+        "workload",
+        None,
+        "float | None",
+        "--single-gpu-throughput",
+        "scale the compute calibration so that 1 GPU runs at this many images/s",
+        check=optional(
+            Range(
+                "single-GPU throughput",
+                MIN_IMAGES_PER_SEC,
+                MAX_IMAGES_PER_SEC,
+                text=f"a number of images/s in {MIN_IMAGES_PER_SEC:g}..{MAX_IMAGES_PER_SEC:g}",
+            )
         ),
-        Knob(
-            "tf32", "workload", True, "bool", "--no-tf32",
-            "fp32 on a GPU with TF32 tensor cores (a100, h100) as true fp32 "
-            "(NVIDIA_TF32_OVERRIDE=0); by default fp32 convolutions run on TF32, as TensorFlow "
-            "2.4+ and PyTorch do",
-            negate=True,
-            applies=Applies(
-                lambda c: bool(c.get("tf32_in_play", True)),
-                "TF32 is in play only for fp32 on a GPU with TF32 tensor cores (a100, h100)",
-                ("gpu", "precision"),
-            ),
+        unit="images/s",
+        parse="number",
+        metavar="IMG_PER_S",
+    ),
+    Knob(
+        "epochs",
+        "workload",
+        DEFAULT_EPOCHS,
+        "float",
+        "--epochs",
+        f"epochs of the time-to-train figure (default: {DEFAULT_EPOCHS})",
+        check=Range(
+            "epochs", 0, MAX_EPOCHS, open_low=True, text=f"a number in (0, {MAX_EPOCHS:g}]"
         ),
-        Knob(
-            "data", "workload", "synthetic", "str", "--data", "default: synthetic",
-            check=Vocabulary("data", lambda: DATA_KINDS), choices=lambda: DATA_KINDS,
+        parse="number",
+    ),
+    Knob(
+        "dataset_images",
+        "workload",
+        IMAGENET_1K_TRAIN_IMAGES,
+        "int",
+        "--dataset-images",
+        f"images per epoch (default: ImageNet-1k, {IMAGENET_1K_TRAIN_IMAGES:,})",
+        check=Range(
+            "dataset images",
+            1,
+            MAX_DATASET_IMAGES,
+            integer=True,
+            text=f"an integer in 1..{MAX_DATASET_IMAGES:.0e}",
         ),
-        Knob(
-            "calibration", "workload", None, "str | None", "--calibration",
-            "calibration file; gives the default model, batch, precision and GPU (another "
-            "catalog --gpu re-times it by roofline ratios)",
-            metavar="FILE", sweep=False,
+        parse="int",
+    ),
+    Knob(
+        "optimizer",
+        "workload",
+        "momentum",
+        "str",
+        "--optimizer",
+        "optimizer state in a checkpoint: sgd 4, momentum 8, adam 12 bytes per parameter "
+        "(default: momentum)",
+        check=lambda v: rc.check_choice("optimizer", v, rc.OPTIMIZERS),
+        choices=lambda: rc.OPTIMIZERS,
+        applies=Applies(
+            lambda c: fails(c) and c.get("checkpoint_GB") is None,
+            "it sets the checkpoint's size, with failures, unless --checkpoint-GB gives it",
+            ("node_mtbf_hours", "checkpoint_GB"),
         ),
-        Knob(
-            "single_gpu_throughput", "workload", None, "float | None", "--single-gpu-throughput",
-            "scale the compute calibration so that 1 GPU runs at this many images/s",
-            check=optional(
-                Range(
-                    "single-GPU throughput", MIN_IMAGES_PER_SEC, MAX_IMAGES_PER_SEC,
-                    text=f"a number of images/s in {MIN_IMAGES_PER_SEC:g}.."
-                    f"{MAX_IMAGES_PER_SEC:g}",
-                )
-            ),
-            unit="images/s", parse="number", metavar="IMG_PER_S",
+        failure=True,
+    ),
+    Knob(
+        "checkpoint_GB",
+        "workload",
+        None,
+        "float | None",
+        "--checkpoint-GB",
+        "checkpoint size, in place of the model's parameters x bytes per parameter",
+        check=optional(
+            lambda v: rc.check_range("checkpoint size", v, rc.MIN_CHECKPOINT_GB, 1e9, "GB")
         ),
-        Knob(
-            "epochs", "workload", DEFAULT_EPOCHS, "float", "--epochs",
-            f"epochs of the time-to-train figure (default: {DEFAULT_EPOCHS})",
-            check=Range(
-                "epochs", 0, MAX_EPOCHS, open_low=True, text=f"a number in (0, {MAX_EPOCHS:g}]"
-            ),
-            parse="number",
-        ),
-        Knob(
-            "dataset_images", "workload", IMAGENET_1K_TRAIN_IMAGES, "int", "--dataset-images",
-            f"images per epoch (default: ImageNet-1k, {IMAGENET_1K_TRAIN_IMAGES:,})",
-            check=Range("dataset images", 1, MAX_DATASET_IMAGES, integer=True,
-                        text=f"an integer in 1..{MAX_DATASET_IMAGES:.0e}"),
-            parse="int",
-        ),
-        Knob(
-            "optimizer", "workload", "momentum", "str", "--optimizer",
-            "optimizer state in a checkpoint: sgd 4, momentum 8, adam 12 bytes per parameter "
-            "(default: momentum)",
-            check=lambda v: rc.check_choice("optimizer", v, rc.OPTIMIZERS),
-            choices=lambda: rc.OPTIMIZERS,
-            applies=Applies(
-                lambda c: fails(c) and c.get("checkpoint_GB") is None,
-                "it sets the checkpoint's size, with failures, unless --checkpoint-GB gives it",
-                ("node_mtbf_hours", "checkpoint_GB"),
-            ),
-            failure=True,
-        ),
-        Knob(
-            "checkpoint_GB", "workload", None, "float | None", "--checkpoint-GB",
-            "checkpoint size, in place of the model's parameters x bytes per parameter",
-            check=optional(
-                lambda v: rc.check_range("checkpoint size", v, rc.MIN_CHECKPOINT_GB, 1e9, "GB")
-            ),
-            unit="GB", parse="positive", metavar="GB", applies=WITH_FAILURES,
-            failure=True,
-        ),
-    )  # fmt: skip
+        unit="GB",
+        parse="positive",
+        metavar="GB",
+        applies=WITH_FAILURES,
+        failure=True,
+    ),
+)
