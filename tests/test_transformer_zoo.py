@@ -251,6 +251,7 @@ def test_shipped_examples_load():
     assert plain.name == "my-gqa-1.1b" and plain.n_kv_heads == 4
     assert params(plain) == 1_100_048_384  # TinyLlama-1.1B's shape and count
     hf = load_model_config(REPO / "examples" / "model_config_hf_llama2_7b.json")
+    assert hf.name == "meta-llama/Llama-2-7b-hf"
     assert params(hf) == params(get_transformer("llama2-7b"))
 
 
@@ -350,3 +351,14 @@ def test_llm_foundry_mfu_reproduces_from_our_parameter_counts():
         assert ours == pytest.approx(mfu, rel=5e-3), row["run_id"]
         checked += 1
     assert checked > 150
+
+
+HF_CONFIGS = json.loads((REPO / "tests" / "data" / "hf_configs.json").read_text("utf-8"))
+
+
+@pytest.mark.parametrize("name", sorted(HF_CONFIGS))
+def test_hugging_face_config_json_as_published_builds_the_zoo_entry(tmp_path, name):
+    """config.json files as the Hub has them (every key, dropouts and labels included)."""
+    cfg = load_model_config(_write(tmp_path, HF_CONFIGS[name], "config.json"))
+    assert params(cfg) == params(get_transformer(name))
+    assert cfg.name == HF_CONFIGS[name].get("_name_or_path", "config")

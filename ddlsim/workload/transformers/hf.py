@@ -86,7 +86,7 @@ _FAMILIES: dict[str, dict[str, Any]] = {
 _IGNORED = re.compile(
     r".*(dropout|_prob|_pdrop|init|eps|epsilon|token_id|_ids?$|label|dtype|version|cache|"
     r"scale|range|_std|sample|mask|loss|ctc|layerdrop|return_|output_|output$|torchscript|"
-    r"pruned|problem|task|prefix|finetuning|decoder_start|forced_|beam|length|repetition|"
+    r"freeze|negatives|dropatt|predict_special|tie_weights_|pruned|problem|task|prefix|finetuning|decoder_start|forced_|beam|length|repetition|"
     r"bad_words|diversity|temperature|top_|no_repeat|chunk|tokenizer|xla|gradient|"
     r"classifier|summary|pretraining_tp|rope_|sliding|window|clamp|same_length|attn_type|"
     r"sample_softmax|adaptive$|proj_init|auto_map|architectures|model_type|name_or_path|"
@@ -99,13 +99,17 @@ _IGNORED = re.compile(
     r"max_relative_positions|relative_attention|hidden_act|activation_function|activation$).*"
 )
 _FAMILY_KEYS = {
-    "gpt2": {"activation_function", "n_ctx"},
+    "gpt2": {"activation_function", "n_ctx", "n_special"},
+    "distilbert": {"sinusoidal_pos_embds"},
     "mpt": {"expansion_ratio", "no_bias", "attn_config", "learned_pos_emb", "ffn_config"},
     "llama": {"attention_bias", "mlp_bias", "head_dim"},
-    "bart": {"encoder_layers", "decoder_layers", "encoder_attention_heads", "encoder_ffn_dim"},
+    "bart": {"encoder_layers", "decoder_layers", "encoder_attention_heads", "encoder_ffn_dim"}
+    | {"normalize_before", "add_final_layer_norm", "normalize_embedding", "extra_pos_embeddings"}
+    | {"static_position_embeddings"},
     "vit": {"image_size", "patch_size", "num_channels", "encoder_stride", "qkv_bias"},
     "deberta-v2": {"position_buckets", "conv_kernel_size", "position_biased_input"},
-    "transfo-xl": {"d_head", "d_embed", "cutoffs", "div_val", "tie_projs", "untie_r"},
+    "transfo-xl": {"d_head", "d_embed", "cutoffs", "div_val", "tie_projs", "untie_r", "pre_lnorm"}
+    | {"proj_share_all_but_first"},  # the legacy spelling of tie_projs, which wins
     "transfo-xl+": {"mem_len", "tgt_len", "ext_len", "n_token"},
 }
 _BART_SAME = ("decoder_attention_heads", "decoder_ffn_dim")
@@ -153,10 +157,12 @@ def _check_keys(doc: dict[str, Any], family: str) -> None:
 
 
 def hf_fields(doc: dict[str, Any], default_name: str = "custom") -> dict[str, Any]:
-    """:class:`TransformerConfig` keyword arguments from a Hugging Face ``config.json``."""
+    """:class:`TransformerConfig` keyword arguments from a Hugging Face ``config.json``
+    (named by its ``_name_or_path``, else ``default_name``)."""
     family = _family(doc)
     _check_keys(doc, family)
-    fields: dict[str, Any] = {"name": default_name, **_FAMILIES[family]}
+    name = doc.get("_name_or_path") or default_name  # the Hub id where the file names it
+    fields: dict[str, Any] = {"name": name, **_FAMILIES[family]}
     for key, value in doc.items():
         if key in _SIZES and value is not None:
             fields[_SIZES[key]] = value
@@ -221,6 +227,12 @@ def _bart(doc: dict[str, Any], fields: dict[str, Any]) -> None:
     fields["decoder_layers"] = doc.get("decoder_layers", 12)
     fields["heads"] = doc.get("encoder_attention_heads", 16)
     fields["ffn"] = doc.get("encoder_ffn_dim", 4 * fields["hidden"])
+    fields["position_offset"] = doc.get("extra_pos_embeddings", 2)
+    fields["embedding_norm"] = doc.get("normalize_embedding", True)
+    if doc.get("static_position_embeddings", False):
+        fields["position"], fields["position_offset"] = "sinusoidal", 0
+    fields["norm_placement"] = "pre" if doc.get("normalize_before", False) else "post"
+    fields["final_norm"] = bool(doc.get("add_final_layer_norm", False))
 
 
 def _vit(doc: dict[str, Any], fields: dict[str, Any]) -> None:
@@ -253,6 +265,7 @@ def _wav2vec2(doc: dict[str, Any], fields: dict[str, Any]) -> None:
     if "feat_extract_norm" in doc:
         kw["conv_norm"] = doc["feat_extract_norm"]
     fields["speech"] = SpeechFrontEnd(**kw)
+    fields["vocab"] = 0  # vocab_size is the CTC head's, added by fine-tuning only
     fields["max_positions"] = 1
     fields["seq_len"] = fields["speech"].frames(250000)
     stable = bool(doc.get("do_stable_layer_norm", False))  # the large models: pre-LN
@@ -286,9 +299,22 @@ def _transfo_xl(doc: dict[str, Any], fields: dict[str, Any]) -> None:
     tgt = doc.get("tgt_len", 128)
     fields["max_positions"] = fields["seq_len"] = tgt
     fields["mem_len"] = doc.get("mem_len", 1600)
+    fields["norm_placement"] = "pre" if doc.get("pre_lnorm", False) else "post"
+
+
+def _gpt2(doc: dict[str, Any], fields: dict[str, Any]) -> None:
+    if doc.get("n_special", 0):
+        raise ConfigError(f"n_special {doc['n_special']} (extra embeddings) is not supported")
+
+
+def _distilbert(doc: dict[str, Any], fields: dict[str, Any]) -> None:
+    if doc.get("sinusoidal_pos_embds", False):
+        fields["position"] = "sinusoidal"
 
 
 _SPECIAL = {
+    "gpt2": _gpt2,
+    "distilbert": _distilbert,
     "mpt": _mpt,
     "llama": _llama,
     "mistral": _llama,
