@@ -1,7 +1,7 @@
 """Transformers, framework-free: a user's description, parameter counts, per-block structure.
 
 * :mod:`.config`: :class:`TransformerConfig` and its optional parts (validated);
-* :mod:`.params`: every trainable tensor, per component, in forward order;
+* :mod:`.tensors`: every trainable tensor, per component, in forward order;
 * :mod:`.structure`: per-block GEMMs and memory passes, FLOPs per token;
 * :mod:`.zoo` and :mod:`.published`: published definitions with their sources and counts;
 * :mod:`.load`: a user's model file (plain fields or a Hugging Face ``config.json``).
@@ -19,7 +19,7 @@ from ddlsim.workload.transformers.config import (
     SpeechFrontEnd,
     TransformerConfig,
 )
-from ddlsim.workload.transformers.params import gradient_tensors, param_breakdown, params
+from ddlsim.workload.transformers.tensors import gradient_tensors, param_breakdown, params
 from ddlsim.workload.transformers.zoo import TRANSFORMER_NAMES, get_transformer
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Stated parameter counts of the transformer zoo, each with its source.
 
-``excludes`` lists the components (:data:`~ddlsim.workload.transformers.params.COMPONENTS`)
+``excludes`` lists the components (:data:`~ddlsim.workload.transformers.tensors.COMPONENTS`)
 the figure leaves out: most published counts are of the backbone without the pre-training or
 task head. Where a paper's figure is rounded or does not match its own code, the figure
 checked is the count of the reference implementation (Hugging Face ``transformers`` 4.44.2 or

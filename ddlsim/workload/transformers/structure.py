@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ddlsim.workload.layers import GradTensor
 from ddlsim.workload.transformers.config import TransformerConfig
-from ddlsim.workload.transformers.params import block_tensors, gradient_tensors
+from ddlsim.workload.transformers.tensors import block_tensors, gradient_tensors
 
 MASK_BYTES_PER_ELEM = 1  # a dropout mask: one byte per element
 
