@@ -33,6 +33,7 @@ from ddlsim.workload.transformers.structure import (
     forward_flops_per_token,
     gemm_params,
     head,
+    speech_convs,
 )
 
 REPO = Path(__file__).resolve().parents[1]
@@ -197,6 +198,14 @@ def test_flops_per_token_identity(name):
     assert abs(training - identity) / identity < bound
 
 
+def test_wav2vec2_feature_encoder_shapes():
+    cfg = get_transformer("wav2vec2-base")
+    convs = speech_convs(cfg, 2, 16000)  # one second at 16 kHz: 49 frames of 20 ms
+    assert [(g.m, g.n, g.k) for g in convs][:2] == [(2 * 3199, 512, 10), (2 * 1599, 512, 1536)]
+    assert convs[-1].m == 2 * 49 == 2 * cfg.speech.frames(16000)
+    assert speech_convs(get_transformer("gpt2"), 2, 16000) == ()
+
+
 def test_gradient_tensors_unique_and_backward_order():
     for name in TRANSFORMER_NAMES:
         cfg = get_transformer(name)
@@ -306,6 +315,8 @@ def test_yaml_without_pyyaml_says_so(tmp_path, monkeypatch):
             ["'tanh'"],
         ),
         ({"base": "bert-hueg"}, ["'bert-hueg'", "nearest"]),
+        ({"model_type": "electra", "hidden_size": 256, "embedding_size": 128}, ["embedding_size"]),
+        ({"model_type": "llama", "hidden_size": 64, "hidden_act": "relu"}, ["'relu'"]),
     ],
 )
 def test_model_file_errors_name_the_field(tmp_path, doc, words):
@@ -315,6 +326,14 @@ def test_model_file_errors_name_the_field(tmp_path, doc, words):
     assert "\n" not in message and "m.json" in message
     for word in words:
         assert word in message, message
+
+
+def test_gated_families_take_the_gate_from_the_activation(tmp_path):
+    doc = dict(HF_CONFIGS["llama3-8b"], hidden_act="gelu_pytorch_tanh")
+    assert load_model_config(_write(tmp_path, doc)).ffn_kind == "geglu"
+    vit = dict(HF_CONFIGS["vit-b-16"], qkv_bias=False)
+    with pytest.raises(ConfigError, match="qkv_bias false is not supported"):
+        load_model_config(_write(tmp_path, vit))
 
 
 def test_unreadable_and_non_mapping_files(tmp_path):

@@ -1,7 +1,7 @@
 """A Hugging Face ``config.json``, as published, made into :class:`TransformerConfig` fields.
 
 Families (``model_type``): bert, roberta, distilbert, electra (the discriminator alone), gpt2,
-mpt, llama, mistral, qwen2, bart, vit, wav2vec2, deberta-v2 and transfo-xl. A file without
+mpt, llama, mistral, bart, vit, wav2vec2, deberta-v2 and transfo-xl. A file without
 ``model_type`` is GPT-2 if it has ``n_layer``/``n_embd``, MPT if it has ``d_model`` and
 ``expansion_ratio``. The size keys of each family are read (``num_hidden_layers``,
 ``hidden_size``, ``num_attention_heads``, ``num_key_value_heads``, ``intermediate_size``,
@@ -75,7 +75,6 @@ _FAMILIES: dict[str, dict[str, Any]] = {
     "mpt": {**_CAUSAL, "dropout": 0.0},
     "llama": _LLAMA,
     "mistral": _LLAMA,
-    "qwen2": {**_LLAMA, "attn_bias": True},
     "bart": {"position_offset": 2, "embedding_norm": True},
     "vit": {"norm_placement": "pre", "final_norm": True, "head": "classifier", "vocab": 0},
     "wav2vec2": {"position": "conv", "vocab": 0, "head": "contrastive"},
@@ -101,6 +100,7 @@ _IGNORED = re.compile(
 _FAMILY_KEYS = {
     "gpt2": {"activation_function", "n_ctx", "n_special"},
     "distilbert": {"sinusoidal_pos_embds"},
+    "electra": {"embedding_size"},
     "mpt": {"expansion_ratio", "no_bias", "attn_config", "learned_pos_emb", "ffn_config"},
     "llama": {"attention_bias", "mlp_bias", "head_dim"},
     "bart": {"encoder_layers", "decoder_layers", "encoder_attention_heads", "encoder_ffn_dim"}
@@ -168,23 +168,26 @@ def hf_fields(doc: dict[str, Any], default_name: str = "custom") -> dict[str, An
             fields[_SIZES[key]] = value
     act = doc.get("hidden_act", doc.get("activation_function", doc.get("activation")))
     if act is not None:
-        if act not in _ACTIVATIONS:
-            raise ConfigError(f"unsupported hidden_act {shown(act)}")
-        gated = _ACTIVATIONS[act] == "swiglu"
-        fields["ffn_kind"] = _ACTIVATIONS[act] if gated == (family in _GATED) else _ungated(act)
+        fields["ffn_kind"] = _ffn_kind(act, gated=family in _GATED)
     _SPECIAL.get(family, _none)(doc, fields)
     if "ffn" not in fields and "hidden" in fields:
         fields["ffn"] = 4 * fields["hidden"]
     return fields
 
 
-_GATED = ("llama", "mistral", "qwen2")
+_GATED = ("llama", "mistral")
 
 
-def _ungated(act: str) -> str:
-    if act in ("silu", "swish"):
+def _ffn_kind(act: object, *, gated: bool) -> str:
+    """The FFN kind of activation ``act`` in a gated (Llama-like) or a plain MLP."""
+    kind = _ACTIVATIONS.get(act) if isinstance(act, str) else None
+    if kind is None or (kind == "relu" and gated):
+        raise ConfigError(f"unsupported hidden_act {shown(act)}")
+    if gated:
+        return "swiglu" if kind == "swiglu" else "geglu"
+    if kind == "swiglu":
         raise ConfigError(f"hidden_act {act!r} without a gated MLP is not supported")
-    return _ACTIVATIONS[act]
+    return kind
 
 
 def _none(doc: dict[str, Any], fields: dict[str, Any]) -> None:
@@ -243,7 +246,8 @@ def _vit(doc: dict[str, Any], fields: dict[str, Any]) -> None:
     )
     fields["patch"] = patch
     fields["max_positions"] = fields["seq_len"] = patch.tokens
-    fields["bias"] = doc.get("qkv_bias", True)
+    if not doc.get("qkv_bias", True):  # q, k, v without biases but the output with one
+        raise ConfigError("qkv_bias false is not supported")
 
 
 def _wav2vec2(doc: dict[str, Any], fields: dict[str, Any]) -> None:
@@ -307,6 +311,13 @@ def _gpt2(doc: dict[str, Any], fields: dict[str, Any]) -> None:
         raise ConfigError(f"n_special {doc['n_special']} (extra embeddings) is not supported")
 
 
+def _electra(doc: dict[str, Any], fields: dict[str, Any]) -> None:
+    if doc.get("embedding_size", fields.get("hidden")) != fields.get("hidden"):
+        raise ConfigError(
+            f"embedding_size {doc['embedding_size']} other than hidden_size is not supported"
+        )
+
+
 def _distilbert(doc: dict[str, Any], fields: dict[str, Any]) -> None:
     if doc.get("sinusoidal_pos_embds", False):
         fields["position"] = "sinusoidal"
@@ -315,10 +326,10 @@ def _distilbert(doc: dict[str, Any], fields: dict[str, Any]) -> None:
 _SPECIAL = {
     "gpt2": _gpt2,
     "distilbert": _distilbert,
+    "electra": _electra,
     "mpt": _mpt,
     "llama": _llama,
     "mistral": _llama,
-    "qwen2": _llama,
     "bart": _bart,
     "vit": _vit,
     "wav2vec2": _wav2vec2,

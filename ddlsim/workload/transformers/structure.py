@@ -167,6 +167,20 @@ def head(cfg: TransformerConfig, b: int, s: int) -> Block:
     return Block("head", (), ())
 
 
+def speech_convs(cfg: TransformerConfig, b: int, samples: int) -> tuple[Gemm, ...]:
+    """wav2vec2's feature encoder for ``b`` clips of ``samples`` audio samples, one implicit
+    GEMM per convolution (``m`` = b x output frames, ``n`` = output channels, ``k`` = input
+    channels x kernel): the shapes ddlsim's convolution model takes. Empty without one."""
+    if cfg.speech is None:
+        return ()
+    out, length, c_in = [], samples, 1
+    for i, conv in enumerate(cfg.speech.convs):
+        length = (length - conv.kernel) // conv.stride + 1
+        out.append(Gemm(f"conv{i}", b * max(length, 0), conv.channels, c_in * conv.kernel))
+        c_in = conv.channels
+    return tuple(out)
+
+
 def forward_flops(
     cfg: TransformerConfig, b: int = 1, s: int | None = None, *, flash: bool = False
 ) -> int:

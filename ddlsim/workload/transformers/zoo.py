@@ -43,7 +43,7 @@ def _bert(name: str, layers: int, hidden: int, heads: int, vocab: int = 30522, *
         embedding_norm=True,
         pooler=True,
         head="mlm",
-        source=_HF_BERT.format(name + ("-uncased" if vocab == 30522 else "-cased")),
+        source=_HF_BERT.format(name if name.endswith("cased") else f"{name}-uncased"),
     )
     base.update(kw)
     return TransformerConfig(name, layers, hidden, heads, 4 * hidden, vocab, **base)
@@ -171,7 +171,6 @@ _DEFINITIONS: dict[str, Callable[[], TransformerConfig]] = {
         norm_placement="pre",
         final_norm=True,
         decoder_layers=6,
-        dropout=0.3,
         source="Vaswani et al. 2017 §5.1/Table 3 (big; shared vocabulary of about 37000 BPE "
         "tokens); fairseq transformer_wmt_en_de_big_t2t (pre-norm, final norms, "
         "share_all_embeddings), the architecture of DeepLearningExamples' Translation/Transformer",
@@ -223,8 +222,9 @@ _DEFINITIONS: dict[str, Callable[[], TransformerConfig]] = {
         embedding_norm=True,
         head="contrastive",
         speech=SpeechFrontEnd(),
-        source="Baevski et al. 2020 §4.2 (BASE: 12 blocks, 768, 8 x 4 convs...); HF "
-        "facebook/wav2vec2-base config.json; seq_len = frames of fairseq's max_sample_size 250000",
+        source="Baevski et al. 2020 §4.2 (BASE: 12 blocks, 768, FFN 3072; 8 heads in the paper, "
+        "12 in HF facebook/wav2vec2-base config.json); seq_len = frames of fairseq's "
+        "max_sample_size 250000",
     ),
     "gpt2": partial(_gpt2, "gpt2", 12, 768, 12),
     "gpt2-medium": partial(_gpt2, "gpt2-medium", 24, 1024, 16),
