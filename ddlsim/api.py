@@ -16,15 +16,17 @@ from typing import Any
 
 from ddlsim.calibration import network as netcal_file
 from ddlsim.calibration import use as calibration_use
-from ddlsim.comm import make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.config import record as reproduce
-from ddlsim.config.groups import JobConfig, SimulationConfig, job
+from ddlsim.config.groups import JobConfig, SimulationConfig, SystemConfig, job
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
 from ddlsim.execution.dag import build_dag
+from ddlsim.execution.strategy import Strategy
 from ddlsim.resilience.analysis import ResilienceResult, from_prediction
+from ddlsim.resolve.execution import resolve_comm
 from ddlsim.resolve.prepare import Setup, prepare, tf32_applies
+from ddlsim.resolve.system import resolve_system
 from ddlsim.system import catalog
 from ddlsim.units import MiB
 from ddlsim.workload.ttt import time_to_train_s
@@ -273,11 +275,13 @@ def rerun(path: str | os.PathLike[str]) -> Prediction:
 
 
 def _single_gpu(setup: Setup, input_s: float) -> SimResult:
-    """The same workload and strategy on one GPU of the same type (the efficiency's base)."""
-    one = catalog.build_cluster(setup.cluster.device.id, 1)
-    alone = setup.strategy.with_(schedule="auto")  # one GPU exchanges nothing
+    """The same workload and strategy on one GPU of the same type (the efficiency's base):
+    the system wing's cluster of one GPU, the execution wing's model of the default method
+    (one GPU exchanges nothing)."""
+    one = resolve_system(SystemConfig(gpus=1), setup.cluster.device.id)
+    alone = setup.strategy.with_(schedule="auto")
     dag = build_dag(setup.workload, alone, input_time_s=input_s, with_comm=False)
-    comm_model = make_comm_model("horovod-nccl", one)
+    comm_model = resolve_comm(Strategy(), one)
     return simulate(dag, one, comm_model, options=SimOptions(measured_iterations=2))
 
 

@@ -34,7 +34,6 @@ from ddlsim.comm.gloo import GlooModel
 from ddlsim.comm.mpi import MPIModel
 from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.errors import ConfigError
-from ddlsim.system import catalog
 from ddlsim.system.specs import Cluster, Hop
 from ddlsim.tools.netcal.logs import Measurement
 
@@ -58,17 +57,20 @@ class Target:
 
     def cluster(self, n_ranks: int) -> Cluster:
         """The catalog cluster of ``n_ranks`` ranks."""
+        from ddlsim.config.groups import SystemConfig
+        from ddlsim.resolve.system import resolve_system
+
         multi = n_ranks > self.gpus_per_node
-        return catalog.build_cluster(
-            self.gpu,
-            n_ranks,
-            self.gpus_per_node,
-            self.intra_node if min(n_ranks, self.gpus_per_node) > 1 else None,
-            self.inter_node if multi else None,
-            self.transport if multi else None,
-            self.nics_per_node,
-            nccl=self.library == "nccl",
+        system = SystemConfig(
+            gpus=n_ranks,
+            gpu=self.gpu,
+            gpus_per_node=self.gpus_per_node,
+            intra_node=self.intra_node if min(n_ranks, self.gpus_per_node) > 1 else None,
+            inter_node=self.inter_node if multi else None,
+            transport=self.transport if multi else None,
+            nics_per_node=self.nics_per_node,
         )
+        return resolve_system(system, self.gpu, nccl=self.library == "nccl")
 
 
 def with_link(cluster: Cluster, scope: str, bandwidth_Bps: float, latency_s: float) -> Cluster:

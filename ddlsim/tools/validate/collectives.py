@@ -4,10 +4,10 @@
 ``setup_id``, ``collective``, ``nccl_version``, ``gpu``, ``gpus_total``, ``nodes``,
 ``gpus_per_node``, ``intra_node``, ``network``, ``transport``, ``nics_per_node``,
 ``size_bytes``, ``time_us``, ``algbw_GBps``, ``busbw_GBps``, ``note``) and predicts every row
-with the communication model ``predict`` uses: the cluster from
-:func:`ddlsim.system.catalog.build_cluster` (with ``nccl=True``), the model from
-:func:`ddlsim.comm.make_comm_model` (``horovod-nccl``, the row's NCCL version and, where the
-note forces one, ``NCCL_ALGO``).
+with the communication model ``predict`` uses, from the same resolvers: the cluster from the
+system wing (:func:`ddlsim.resolve.system.resolve_system`, NCCL's transport), the model from
+the execution wing (:func:`ddlsim.resolve.execution.resolve_comm`: ``horovod-nccl``, the row's
+NCCL version and, where the note forces one, ``NCCL_ALGO``).
 
 The cells are prose as sources write them; :mod:`ddlsim.tools.netcal.names` maps what they
 determine onto the catalog and every other setup is skipped with the reason. The measured time
@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddlsim.comm import make_comm_model
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, NcclVersion
 from ddlsim.errors import ConfigError, DdlsimError
 from ddlsim.system import catalog
@@ -216,8 +215,8 @@ def forced_algorithm(note: str) -> str:
 
 
 def map_setup(row: CollectiveRow) -> Setup:
-    """The keyword arguments of :func:`ddlsim.system.catalog.build_cluster` and the model
-    for a row's hardware, or why the row's hardware has no catalog configuration."""
+    """The cluster's and the model's settings (:func:`comm_model`) for a row's hardware, or
+    why the row's hardware has no catalog configuration."""
     gpu = names.gpu_name(row.gpu, row.intra_node)
     if gpu.name is None:
         return Setup(None, gpu.reason, "unknown-gpu")
@@ -264,27 +263,25 @@ def map_setup(row: CollectiveRow) -> Setup:
 
 
 def comm_model(setup: dict[str, Any], network_calibration: Any = None) -> Any:
-    """The communication model predict would build for this setup (horovod-nccl)."""
-    cluster = catalog.build_cluster(
-        setup["gpu"],
-        setup["n_gpus"],
-        setup["gpus_per_node"],
-        setup["intra_node"],
-        setup["inter_node"],
-        setup["transport"],
-        setup["nics_per_node"],
-        nccl=True,
-    )
-    if network_calibration is not None:
-        from ddlsim.calibration.network import apply
+    """The communication model predict would build for this setup (horovod-nccl): the system
+    and execution wings' resolvers, as ``prepare`` uses them."""
+    from ddlsim.config.groups import SystemConfig
+    from ddlsim.execution.strategy import Strategy
+    from ddlsim.resolve.execution import resolve_comm
+    from ddlsim.resolve.system import resolve_system
 
-        cluster = apply(network_calibration, cluster)
-    return make_comm_model(
-        "horovod-nccl",
-        cluster,
-        nccl_version=setup["nccl_version"],
-        algorithm=setup["algorithm"],
+    system = SystemConfig(
+        gpus=setup["n_gpus"],
+        gpu=setup["gpu"],
+        gpus_per_node=setup["gpus_per_node"],
+        intra_node=setup["intra_node"],
+        inter_node=setup["inter_node"],
+        transport=setup["transport"],
+        nics_per_node=setup["nics_per_node"],
     )
+    cluster = resolve_system(system, setup["gpu"], nccl=True, network=network_calibration)
+    strategy = Strategy(nccl_version=setup["nccl_version"], algorithm=setup["algorithm"])
+    return resolve_comm(strategy, cluster)
 
 
 def bus_factor(collective: str, n_ranks: int) -> float:

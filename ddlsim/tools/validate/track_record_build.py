@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ddlsim.config.groups import SystemConfig
 from ddlsim.config.track_record import ASSUMED_PASS, REGIMES, regime
-from ddlsim.system.catalog import build_cluster
+from ddlsim.resolve.system import resolve_system
 from ddlsim.tools.validate.core import PREDICTED
 from ddlsim.tools.validate.stats import error_stats
 
@@ -49,7 +50,8 @@ def summarise(
     ``--absolute`` pass whose 1-GPU rows give the compute's own error per GPU and precision."""
 
     def nodes(run: Any) -> int:  # as predicted: predict's default node size where not stated
-        return build_cluster(run.gpu, run.gpus, run.gpus_per_node).n_nodes
+        system = SystemConfig(gpus=run.gpus, gpu=run.gpu, gpus_per_node=run.gpus_per_node)
+        return resolve_system(system, run.gpu).n_nodes
 
     groups: dict[str, list[tuple[Any, bool]]] = {}
     for rows, assumed in ((default_rows, False), (assumed_rows, True)):

@@ -1,0 +1,84 @@
+"""The execution wing: a job's execution settings resolved into a strategy and a
+communication model on a resolved cluster.
+
+:func:`resolve_strategy` gives the :class:`~ddlsim.execution.strategy.Strategy` (the Horovod
+release's fusion threshold and cycle unless the job sets them, DDP's bucket caps, the resolved
+batch and precision); :func:`resolve_comm` the :class:`~ddlsim.comm.base.CommModel` of its
+method on the cluster (:func:`ddlsim.comm.make_comm_model`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ddlsim.comm import make_comm_model
+from ddlsim.comm.base import CommModel
+from ddlsim.config.groups import ExecutionConfig
+from ddlsim.execution.horovod import horovod_release
+from ddlsim.execution.strategy import Strategy
+from ddlsim.system.specs import Cluster
+from ddlsim.units import MiB
+
+
+def resolve_strategy(
+    x: ExecutionConfig, cluster: Cluster, *, batch: int, precision: str, data: str
+) -> Strategy:
+    """The execution's :class:`Strategy` for the resolved batch and precision; the Horovod
+    release gives the fusion threshold and cycle time unless ``x`` sets them."""
+    release = horovod_release(x.horovod_version)
+    fusion_bytes = release.fusion_threshold_bytes
+    if x.fusion_threshold_mb is not None:
+        fusion_bytes = round(x.fusion_threshold_mb * MiB)
+    cycle_s = release.cycle_time_s if x.cycle_time_ms is None else x.cycle_time_ms / 1e3
+    return Strategy(
+        comm=x.comm,
+        batch_per_gpu=batch,
+        precision=precision,
+        data=data,
+        input_pipeline=x.input_pipeline,
+        ps_placement=x.ps_placement,
+        hierarchical=x.hierarchical,
+        algorithm=x.algorithm,
+        nccl_version=x.nccl_version,
+        nccl_protocol=x.nccl_protocol,
+        horovod_version=x.horovod_version,
+        response_cache=x.response_cache,
+        fp16_allreduce=x.fp16_allreduce,
+        n_ps=x.n_ps,
+        ps_colocated=x.ps_colocated,
+        # a CPU worker's own cores move and sum the gradients (Gloo / MPI on the host), so its
+        # communication cannot hide behind backprop: it follows the backward pass
+        wait_free_backprop=cluster.device.kind != "cpu",
+        fusion_threshold_bytes=fusion_bytes,
+        cycle_time_s=cycle_s,
+        schedule=x.schedule,
+        partition_bytes=round(x.partition_mb * MiB),
+        **_ddp_caps(x.bucket_cap_mb),
+    )
+
+
+def _ddp_caps(bucket_cap_mb: float | None) -> dict[str, int]:
+    """DDP's (first, other) bucket caps: PyTorch's defaults, or the given cap for both."""
+    if bucket_cap_mb is None:
+        return {}
+    cap = max(1, round(bucket_cap_mb * MiB))
+    return {"bucket_cap_bytes": cap, "first_bucket_bytes": cap}
+
+
+def resolve_comm(
+    strategy: Strategy, cluster: Cluster, tensor_bytes: Sequence[int] = ()
+) -> CommModel:
+    """The communication model of ``strategy``'s method on ``cluster`` (``tensor_bytes``: the
+    gradient tensors, which a parameter server places on its shards)."""
+    return make_comm_model(
+        strategy.comm,
+        cluster,
+        hierarchical=strategy.hierarchical,
+        algorithm=strategy.algorithm,
+        nccl_version=strategy.nccl_version,
+        nccl_protocol=strategy.nccl_protocol,
+        n_ps=strategy.n_ps,
+        ps_colocated=strategy.ps_colocated,
+        ps_placement=strategy.ps_placement,
+        tensor_bytes=tensor_bytes,
+    )
