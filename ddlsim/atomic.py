@@ -35,16 +35,9 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ddlsim.errors import ConfigError
+from ddlsim.inputs import kind_of
 
 STDOUT = "-"
-
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
 
 
 def resolve_target(path: str | os.PathLike[str]) -> Path:
@@ -96,9 +89,8 @@ def check_replaceable(path: str | os.PathLike[str]) -> Path:
     except OSError as exc:  # a name too long, a loop of links, a folder not searchable
         raise _cannot_write(p, target, exc) from None
     if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
         raise ConfigError(
-            f"refusing to write {p}{_via(p, target)}: it is {kind}; ddlsim only replaces "
+            f"refusing to write {p}{_via(p, target)}: it is {kind_of(mode)}; ddlsim only replaces "
             "regular files"
         )
     return target

@@ -181,6 +181,7 @@ def write_table(rows: list[dict[str, Any]], path: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim sweep``."""
     from ddlsim.cli.applies import warn_inapplicable_grid
+    from ddlsim.inputs import GRID_MAX_BYTES, check_input
     from ddlsim.tools.analysis.grid import load_grid_file, normalise_grid
     from ddlsim.tools.analysis.sweep import (
         check_grid_size,
@@ -196,6 +197,8 @@ def run(args: argparse.Namespace) -> int:
         check_workers(args.workers)
     if args.output.lower().endswith(".parquet"):
         parquet_modules()  # pandas and pyarrow present: fail before the work
+    if args.grid:  # a FIFO, a device or a huge file is refused before the YAML reader opens it
+        check_input(args.grid, "grid file", GRID_MAX_BYTES)
     raw: dict[str, Any] = load_grid_file(args.grid) if args.grid else {}
     for _, dest, _ in _PARAMS:
         values = getattr(args, dest)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ddlsim.compute.kernels import PASSES, ConvShape, KernelModel, conv_pass_s, has_tensor_cores
 from ddlsim.errors import ConfigError
+from ddlsim.inputs import KERNELS_CSV_MAX_BYTES, csv_rows, read_text
 from ddlsim.system import catalog
 from ddlsim.system.specs import DeviceSpec
 
@@ -124,18 +125,12 @@ class PassResult:
 def read_kernel_csv(path: str | Path) -> tuple[list[KernelRow], list[Skip], int]:
     """The usable rows of a kernel file, what was skipped and why, and the number of rows."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError(f"kernel file not found: {p}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{p} is a directory, not a kernel CSV file") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
+    text = read_text(p, "kernel file", KERNELS_CSV_MAX_BYTES)
     reader = csv.DictReader(text.splitlines())
-    header = [h.strip() for h in reader.fieldnames or []]
+    try:
+        header = [h.strip() for h in reader.fieldnames or []]
+    except csv.Error as exc:
+        raise ConfigError(f"{p}, line 1: malformed CSV header ({exc})") from None
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise ConfigError(
@@ -147,8 +142,11 @@ def read_kernel_csv(path: str | Path) -> tuple[list[KernelRow], list[Skip], int]
     skipped: list[Skip] = []
     n = 0
     try:
-        for record in reader:
+        for record, skip in csv_rows(reader):
             n += 1
+            if skip:
+                skipped.append(Skip(reader.line_num, "", None, skip))
+                continue
             row, skips = _parse(record, reader.line_num)
             skipped.extend(skips)
             if row is not None:
