@@ -187,3 +187,13 @@ def test_a_long_cell_skips_its_row_in_kernels_and_collectives(cli, tmp_path):
     code, out, err = cli("kernels", str(path), "--json")
     assert code == 0, err
     assert "a cell longer than 131,072 characters" in out
+
+
+@pytest.mark.parametrize("figure", ["nan", "-24.74", "0", "1.2.3"])
+def test_traces_import_refuses_a_log_without_a_usable_total(cli, tmp_path, figure):
+    text = (REPO / "traces" / "horovod" / "train_np2.log").read_text(encoding="utf-8")
+    assert "24.74 +-" in text
+    log = tmp_path / "bad.log"
+    log.write_text(text.replace("24.74 +-", f"{figure} +-"))
+    line = _one_error_line(*cli("traces", "import", str(log), "--gpu", "epyc-zen4-core")[::2])
+    assert f"no usable throughput in 'Total img/sec on 2 CPU(s): {figure} +-2.37'" in line

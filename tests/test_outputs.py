@@ -307,3 +307,77 @@ def test_ctrl_c_during_a_dask_sweep_leaves_nothing(tmp_path):
     assert rest == b"" and not out.exists()
     time.sleep(0.5)
     assert list(scratch.iterdir()) == []
+
+
+# issue 33 (items 4, 7, 8): a closed or broken standard output, the longest legal names, and a
+# trailing slash
+
+
+def _ddlsim(*argv: str) -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "ddlsim", *argv]
+
+
+@pytest.mark.parametrize("argv", [["predict", "--gpus", "8", "--json"], ["predict", "--gpus", "8"]])
+def test_a_closed_standard_output_is_one_error_line(argv):
+    import subprocess
+
+    done = subprocess.run(
+        _ddlsim(*argv),
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),  # as the shell's ">&-"
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "ddlsim: error: standard output is closed (nothing was written)\n"
+
+
+def test_a_broken_pipe_is_one_error_line():
+    import subprocess
+
+    proc = subprocess.Popen(
+        _ddlsim("timeline", "--gpus", "64", "-o", "-"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    proc.stdout.close()  # the reader goes away before ddlsim writes
+    err = proc.stderr.read()
+    assert proc.wait() == 2
+    assert err == (
+        "ddlsim: error: standard output was closed before all of the output was written\n"
+    )
+
+
+@pytest.mark.parametrize("length", [242, 250, 255])
+def test_every_legal_file_name_can_be_written(tmp_path, monkeypatch, length):
+    monkeypatch.chdir(tmp_path)
+    name = "k" * (length - len(".json")) + ".json"
+    assert main(["timeline", "--gpus", "16", "-o", name]) == 0
+    assert os.listdir(tmp_path) == [name]
+
+
+def test_a_name_longer_than_the_file_system_takes_is_refused_before_the_work(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    assert main(["timeline", "--gpus", "16", "-o", "k" * 251 + ".json"]) == 2
+    err = capsys.readouterr().err
+    assert "File name too long" in err and err.count("\n") == 1
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["out.json/", "out.csv/"])
+def test_a_trailing_slash_is_refused(tmp_path, monkeypatch, capsys, name):
+    monkeypatch.chdir(tmp_path)
+    cmd = "timeline" if name.startswith("out.json") else "sweep"
+    assert main([cmd, "--gpus", "16", "-o", name]) == 2
+    err = capsys.readouterr().err
+    assert f"'{name}' ends in '/'" in err and err.count("\n") == 1
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ConfigError, match="ends in '/'"):
+        atomic.atomic_write_text(f"{tmp_path}/x.txt/", "text")
