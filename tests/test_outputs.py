@@ -381,3 +381,28 @@ def test_a_trailing_slash_is_refused(tmp_path, monkeypatch, capsys, name):
     assert os.listdir(tmp_path) == []
     with pytest.raises(ConfigError, match="ends in '/'"):
         atomic.atomic_write_text(f"{tmp_path}/x.txt/", "text")
+
+
+def test_the_sweep_progress_redraws_only_on_a_terminal():
+    import io
+
+    from ddlsim.cli.sweep import _Bar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    log = io.StringIO()
+    bar = _Bar(log)
+    for done in range(1, 1001):
+        bar(done, 1000, elapsed_s=done * 0.025)  # 25 s in all
+    bar.close()
+    lines = log.getvalue().splitlines()
+    assert "\r" not in log.getvalue()
+    assert [line.split()[1] for line in lines] == ["400/1000", "800/1000", "1000/1000"]
+    tty = Terminal()
+    bar = _Bar(tty)
+    for done in range(1, 4):
+        bar(done, 3, elapsed_s=done)
+    bar.close()
+    assert tty.getvalue().count("\r") == 3 and tty.getvalue().endswith("\n")
