@@ -264,8 +264,12 @@ def test_interrupted_profile_write_removes_the_folders_it_made(tmp_path, monkeyp
 
 
 def test_interrupted_line_is_on_its_own(capsys, monkeypatch):
-    """The progress bar's open line is ended before 'ddlsim: interrupted'."""
+    """The progress bar's open line (on a terminal) is ended before 'ddlsim: interrupted'."""
+    import sys
+
     from ddlsim.tools.analysis import sweep
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
 
     real, calls = sweep.evaluate, []
 

@@ -29,6 +29,7 @@ from typing import Any
 from ddlsim.atomic import atomic_write_text, check_replaceable, make_parents, remove_empty
 from ddlsim.errors import CalibrationError, ConfigError, shown
 from ddlsim.inputs import CALIBRATION_MAX_BYTES, read_json
+from ddlsim.system.catalog_files import MAX_GPUS
 
 SCHEMA_VERSION = 1
 FORMAT = "ddlsim-calibration"
@@ -45,6 +46,10 @@ MAX_TIME_S = 1e6
 #: ten million (a thousand times a GPU's AlexNet rate)
 MIN_IMAGES_PER_SEC = 1e-2
 MAX_IMAGES_PER_SEC = 1e7
+#: the range of a measured run's throughput, images/s in all (a runs file, a training log): from
+#: :data:`MIN_IMAGES_PER_SEC` up to the largest single-device rate on the largest cluster the
+#: catalog takes
+MAX_RUN_IMAGES_PER_SEC = MAX_IMAGES_PER_SEC * MAX_GPUS
 
 
 def check_images_per_sec(value: float, what: str) -> None:

@@ -37,9 +37,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from ddlsim.calibration.profile import MIN_IMAGES_PER_SEC
+from ddlsim.calibration.profile import MAX_RUN_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
 from ddlsim.errors import ConfigError, shown
-from ddlsim.tools.validate.runs import MAX_RUN_IMAGES_PER_SEC
 
 HOROVOD_SYNTHETIC = "horovod synthetic benchmark"
 TF_CNN_BENCHMARKS = "tf_cnn_benchmarks"

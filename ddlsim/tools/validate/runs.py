@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddlsim.calibration.profile import MAX_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
+from ddlsim.calibration.profile import MAX_RUN_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
 from ddlsim.errors import ConfigError, shown
 from ddlsim.inputs import RUNS_CSV_MAX_BYTES, csv_rows, read_text
 from ddlsim.system.catalog_files import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE
@@ -78,10 +78,6 @@ DEFECT_CODES = (
     NOT_POSITIVE,
     OUT_OF_RANGE,
 )
-#: the physical range of a run's measured throughput, images/s in all: a single-GPU rate of
-#: the calibrations' range (:data:`~ddlsim.calibration.profile.MIN_IMAGES_PER_SEC`) up to the
-#: largest such rate on the largest cluster the catalog takes
-MAX_RUN_IMAGES_PER_SEC = MAX_IMAGES_PER_SEC * MAX_GPUS
 #: the range of a stated scaling efficiency: above 0.1% (slower still is a broken run), at most
 #: 2 (caches make scaling superlinear by tens of percent at most; 2.5 is a typing error or a
 #: percentage)
