@@ -197,3 +197,26 @@ def test_traces_import_refuses_a_log_without_a_usable_total(cli, tmp_path, figur
     log.write_text(text.replace("24.74 +-", f"{figure} +-"))
     line = _one_error_line(*cli("traces", "import", str(log), "--gpu", "epyc-zen4-core")[::2])
     assert f"no usable throughput in 'Total img/sec on 2 CPU(s): {figure} +-2.37'" in line
+
+
+@pytest.mark.parametrize(
+    ("cells", "text"),
+    [
+        ({"fwd_ms": "1e-308"}, "fwd_ms '1e-308' is outside 0.001..1e+09 ms"),
+        ({"fwd_ms": "1e308"}, "fwd_ms '1e308' is outside 0.001..1e+09 ms"),
+        ({"batch": "9" * 30}, "is above 2,147,483,647 (cuDNN's 32-bit sizes)"),
+    ],
+)
+def test_absurd_kernel_cells_skip_their_row_or_pass(cli, tmp_path, cells, text):
+    kernels = REPO / "traces" / "measured" / "kernels" / "deepbench_conv_fp32.csv"
+    with open(kernels, encoding="utf-8", newline="") as fh:
+        header, first, *_ = list(csv.reader(fh))
+    for column, value in cells.items():
+        first[header.index(column)] = value
+    path = tmp_path / "k.csv"
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        csv.writer(fh).writerows([header, first])
+    code, out, err = cli("kernels", str(path), "--json")
+    assert "Warning" not in err and "inf" not in out and "Traceback" not in err
+    assert code in (0, 2)  # 2: no row left to check, one error line
+    assert text in out or text in err
