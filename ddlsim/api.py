@@ -266,7 +266,9 @@ def rerun(path: str | os.PathLike[str]) -> Prediction:
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         if isinstance(exc, ConfigError):
             raise
-        reason = " ".join(str(exc).split())[:200]
+        # a KeyError's text is the key's repr alone: say what it is
+        words = f"no value for {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        reason = " ".join(words.split())[:200]
         raise ConfigError(
             f"--from-json: {path} records arguments predict cannot take ({reason})"
         ) from None

@@ -25,6 +25,7 @@ Rules (the same for every sub-command and every writer):
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
@@ -34,17 +35,10 @@ import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from ddlsim.errors import ConfigError
+from ddlsim.errors import ConfigError, shown
+from ddlsim.inputs import kind_of
 
 STDOUT = "-"
-
-_KINDS = (
-    (stat.S_ISDIR, "a directory"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-)
 
 
 def resolve_target(path: str | os.PathLike[str]) -> Path:
@@ -74,6 +68,7 @@ def check_output(
         return
     if not text:
         raise ConfigError(f"{what}: empty file name")
+    _check_no_trailing_slash(text, what)
     p = Path(text)
     check_replaceable(p)
     allowed = tuple(s.lower() for s in suffixes)
@@ -96,9 +91,8 @@ def check_replaceable(path: str | os.PathLike[str]) -> Path:
     except OSError as exc:  # a name too long, a loop of links, a folder not searchable
         raise _cannot_write(p, target, exc) from None
     if not stat.S_ISREG(mode):
-        kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
         raise ConfigError(
-            f"refusing to write {p}{_via(p, target)}: it is {kind}; ddlsim only replaces "
+            f"refusing to write {p}{_via(p, target)}: it is {kind_of(mode)}; ddlsim only replaces "
             "regular files"
         )
     return target
@@ -111,6 +105,39 @@ def _via(p: Path, target: Path) -> str:
 def _cannot_write(p: Path, target: Path, exc: OSError) -> ConfigError:
     """The one-line error of an operating-system error on an output path."""
     return ConfigError(f"cannot write {p}{_via(p, target)}: {exc.strerror or exc}")
+
+
+def _check_no_trailing_slash(text: str, what: str) -> None:
+    """A file name ending in a slash names a folder: refused, never written without it."""
+    if text.endswith(("/", os.sep)):
+        raise ConfigError(
+            f"{what} {shown(text)} ends in '/': give a file name (a trailing slash names a folder)"
+        )
+
+
+#: a temporary file's name is ``.<name>.XXXXXXXX.tmp`` (``mkstemp``: 8 random characters): 14
+#: bytes more than the target's; a longer name is replaced by its hash there, so that every name
+#: the file system takes (NAME_MAX, 255 bytes) can be written
+_TEMP_EXTRA_BYTES = 14
+
+
+def _temp_prefix(name: str) -> str:
+    """The ``mkstemp`` prefix of the temporary file beside the target ``name``."""
+    if len(os.fsencode(name)) + _TEMP_EXTRA_BYTES <= 255:
+        return f".{name}."
+    return f".{hashlib.sha256(os.fsencode(name)).hexdigest()[:16]}."
+
+
+def _check_name_length(p: Path, target: Path, folder: Path) -> None:
+    """The target's name fits the folder's file system (NAME_MAX); a one-line error before
+    any work otherwise."""
+    try:
+        name_max = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    if len(os.fsencode(target.name)) > name_max:
+        exc = OSError(errno.ENAMETOOLONG, os.strerror(errno.ENAMETOOLONG))
+        raise _cannot_write(p, target, exc)
 
 
 def _check_target(p: Path) -> Path:
@@ -128,6 +155,7 @@ def _check_target(p: Path) -> Path:
         )
     if not os.access(folder, os.W_OK | os.X_OK):
         raise ConfigError(f"cannot write {p}{_via(p, target)}: folder {folder} is not writable")
+    _check_name_length(p, target, folder)
     return target
 
 
@@ -141,10 +169,13 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[str], None]) -> 
     if os.fspath(path) == STDOUT:
         _write_to_stdout(write)
         return
+    _check_no_trailing_slash(os.fspath(path), "output")
     p = Path(path)
     target = _check_target(p)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(
+            prefix=_temp_prefix(target.name), suffix=".tmp", dir=target.parent
+        )
     except OSError as exc:
         raise ConfigError(f"cannot write {p}: {exc.strerror or exc}") from None
     os.close(fd)

@@ -126,7 +126,7 @@ def test_format_rows_writes_the_optional_column_only_when_a_row_fills_it(tmp_pat
 
 
 @pytest.mark.parametrize(
-    "cell, code", [("0", "not-positive"), ("two", "bad-number"), ("99", "predict-error")]
+    "cell, code", [("0", "not-positive"), ("two", "bad-number"), ("99", "out-of-range")]
 )
 def test_a_bad_nics_per_node_cell_skips_its_row_only(tmp_path: Path, cell: str, code: str) -> None:
     from ddlsim.tools.validate.core import validate_file

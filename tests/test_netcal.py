@@ -260,7 +260,7 @@ def test_another_network_is_refused_a_single_node_unchanged(edr_cal, cli):
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("{", "not JSON"), ('{"schema": "x"}', "not a ddlsim network calibration")],
+    [("{", "invalid JSON"), ('{"schema": "x"}', "not a ddlsim network calibration")],
 )
 def test_a_bad_calibration_file_is_one_error(tmp_path, cli, content, message):
     bad = tmp_path / "bad.json"

@@ -264,8 +264,12 @@ def test_interrupted_profile_write_removes_the_folders_it_made(tmp_path, monkeyp
 
 
 def test_interrupted_line_is_on_its_own(capsys, monkeypatch):
-    """The progress bar's open line is ended before 'ddlsim: interrupted'."""
+    """The progress bar's open line (on a terminal) is ended before 'ddlsim: interrupted'."""
+    import sys
+
     from ddlsim.tools.analysis import sweep
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
 
     real, calls = sweep.evaluate, []
 
@@ -307,3 +311,102 @@ def test_ctrl_c_during_a_dask_sweep_leaves_nothing(tmp_path):
     assert rest == b"" and not out.exists()
     time.sleep(0.5)
     assert list(scratch.iterdir()) == []
+
+
+# issue 33 (items 4, 7, 8): a closed or broken standard output, the longest legal names, and a
+# trailing slash
+
+
+def _ddlsim(*argv: str) -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "ddlsim", *argv]
+
+
+@pytest.mark.parametrize("argv", [["predict", "--gpus", "8", "--json"], ["predict", "--gpus", "8"]])
+def test_a_closed_standard_output_is_one_error_line(argv):
+    import subprocess
+
+    done = subprocess.run(
+        _ddlsim(*argv),
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),  # as the shell's ">&-"
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "ddlsim: error: standard output is closed (nothing was written)\n"
+
+
+def test_a_broken_pipe_is_one_error_line():
+    import subprocess
+
+    proc = subprocess.Popen(
+        _ddlsim("timeline", "--gpus", "64", "-o", "-"),
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    proc.stdout.close()  # the reader goes away before ddlsim writes
+    err = proc.stderr.read()
+    assert proc.wait() == 2
+    assert err == (
+        "ddlsim: error: standard output was closed before all of the output was written\n"
+    )
+
+
+@pytest.mark.parametrize("length", [242, 250, 255])
+def test_every_legal_file_name_can_be_written(tmp_path, monkeypatch, length):
+    monkeypatch.chdir(tmp_path)
+    name = "k" * (length - len(".json")) + ".json"
+    assert main(["timeline", "--gpus", "16", "-o", name]) == 0
+    assert os.listdir(tmp_path) == [name]
+
+
+def test_a_name_longer_than_the_file_system_takes_is_refused_before_the_work(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    assert main(["timeline", "--gpus", "16", "-o", "k" * 251 + ".json"]) == 2
+    err = capsys.readouterr().err
+    assert "File name too long" in err and err.count("\n") == 1
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["out.json/", "out.csv/"])
+def test_a_trailing_slash_is_refused(tmp_path, monkeypatch, capsys, name):
+    monkeypatch.chdir(tmp_path)
+    cmd = "timeline" if name.startswith("out.json") else "sweep"
+    assert main([cmd, "--gpus", "16", "-o", name]) == 2
+    err = capsys.readouterr().err
+    assert f"'{name}' ends in '/'" in err and err.count("\n") == 1
+    assert os.listdir(tmp_path) == []
+    with pytest.raises(ConfigError, match="ends in '/'"):
+        atomic.atomic_write_text(f"{tmp_path}/x.txt/", "text")
+
+
+def test_the_sweep_progress_redraws_only_on_a_terminal():
+    import io
+
+    from ddlsim.cli.sweep import _Bar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    log = io.StringIO()
+    bar = _Bar(log)
+    for done in range(1, 1001):
+        bar(done, 1000, elapsed_s=done * 0.025)  # 25 s in all
+    bar.close()
+    lines = log.getvalue().splitlines()
+    assert "\r" not in log.getvalue()
+    assert [line.split()[1] for line in lines] == ["400/1000", "800/1000", "1000/1000"]
+    tty = Terminal()
+    bar = _Bar(tty)
+    for done in range(1, 4):
+        bar(done, 3, elapsed_s=done)
+    bar.close()
+    assert tty.getvalue().count("\r") == 3 and tty.getvalue().endswith("\n")

@@ -127,7 +127,7 @@ def test_a_new_file_found_by_the_search_is_refused(tmp_path, monkeypatch, cli):
 @pytest.mark.parametrize(
     "content, text",
     [
-        ("not json", "is not JSON"),
+        ("not json", "invalid JSON"),
         ('{"images_per_sec": 1}', "records no predict_kwargs"),
         ("[1, 2]", "records no predict_kwargs"),
     ],

@@ -19,7 +19,14 @@ PKG = Path(__file__).resolve().parents[1] / "ddlsim"
 #: the architecture, bottom up: a module may import its own layer or a lower one
 LAYERS = (
     # shared leaves
-    ("ddlsim.version", "ddlsim.errors", "ddlsim.units", "ddlsim.atomic", "ddlsim.extras"),
+    (
+        "ddlsim.version",
+        "ddlsim.errors",
+        "ddlsim.units",
+        "ddlsim.inputs",
+        "ddlsim.atomic",
+        "ddlsim.extras",
+    ),
     ("ddlsim.signals",),
     # the model: system, workload and compute, calibrations, communication, execution, engine
     ("ddlsim.system", "ddlsim.execution", "ddlsim.config.track_record"),

@@ -82,7 +82,7 @@ def test_cli_parquet_output(tmp_path):
     [
         (["--model", "resnet50", "nosuchnet"], "unknown model 'nosuchnet'"),
         (["--gpus", "8", "-3"], "got -3"),
-        (["--grid", "/nonexistent/grid.yaml"], "grid file not found"),
+        (["--grid", "/nonexistent/grid.yaml"], "grid file /nonexistent/grid.yaml: not found"),
         (["--model", "alexnet", "-o", "rows.txt"], "must end in .csv or .parquet"),
     ],
 )

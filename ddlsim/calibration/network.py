@@ -29,7 +29,6 @@ the links it measured). A term the logs did not determine is not applied.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import replace
 from functools import lru_cache
@@ -38,6 +37,7 @@ from typing import Any
 
 from ddlsim.atomic import file_sha256
 from ddlsim.errors import CalibrationError, ConfigError, DdlsimError
+from ddlsim.inputs import NETWORK_CALIBRATION_MAX_BYTES, read_json
 from ddlsim.system.specs import Cluster, Hop
 
 SCHEMA = "ddlsim-network-calibration"
@@ -48,14 +48,7 @@ LIBRARIES = ("nccl", "mpi", "gloo")
 def load(path: str | Path) -> dict[str, Any]:
     """A network calibration file, checked (CalibrationError naming the file and the fault)."""
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CalibrationError(f"network calibration {p}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CalibrationError(f"network calibration {p}: cannot read it ({exc})") from None
-    except json.JSONDecodeError:
-        raise CalibrationError(f"network calibration {p}: not JSON") from None
+    doc = read_json(p, "network calibration", NETWORK_CALIBRATION_MAX_BYTES, CalibrationError)
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise CalibrationError(
             f"network calibration {p}: not a ddlsim network calibration (schema {SCHEMA!r}; "

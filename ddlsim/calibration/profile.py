@@ -28,6 +28,8 @@ from typing import Any
 
 from ddlsim.atomic import atomic_write_text, check_replaceable, make_parents, remove_empty
 from ddlsim.errors import CalibrationError, ConfigError, shown
+from ddlsim.inputs import CALIBRATION_MAX_BYTES, read_json
+from ddlsim.system.catalog_files import MAX_GPUS
 
 SCHEMA_VERSION = 1
 FORMAT = "ddlsim-calibration"
@@ -44,6 +46,10 @@ MAX_TIME_S = 1e6
 #: ten million (a thousand times a GPU's AlexNet rate)
 MIN_IMAGES_PER_SEC = 1e-2
 MAX_IMAGES_PER_SEC = 1e7
+#: the range of a measured run's throughput, images/s in all (a runs file, a training log): from
+#: :data:`MIN_IMAGES_PER_SEC` up to the largest single-device rate on the largest cluster the
+#: catalog takes
+MAX_RUN_IMAGES_PER_SEC = MAX_IMAGES_PER_SEC * MAX_GPUS
 
 
 def check_images_per_sec(value: float, what: str) -> None:
@@ -157,32 +163,84 @@ def from_dict(doc: Any, source: str = "<memory>") -> ModelProfile:
             f"{source}: calibration schema version {version!r}; this ddlsim reads version "
             f"{SCHEMA_VERSION}"
         )
-    try:
-        device = doc["device"]
-        columns = tuple(doc["layer_columns"])
-        if columns != LAYER_COLUMNS:
-            raise CalibrationError(f"{source}: layer_columns {list(columns)} != {LAYER_COLUMNS}")
-        layers = tuple(
-            LayerTiming(str(n), float(f), float(b), int(g)) for n, f, b, g in doc["layers"]
+    fields = _Fields(doc, source)
+    device = fields.get("device", dict, "an object")
+    if not isinstance(device.get("catalog_id"), str):
+        raise fields.bad(
+            "device.catalog_id", "must be a string", device.get("catalog_id", _MISSING)
         )
-        profile = ModelProfile(
-            model=str(doc["model"]),
-            device=str(device["catalog_id"]),
-            batch_per_gpu=int(doc["batch_per_gpu"]),
-            precision=str(doc["precision"]),
-            layers=layers,
-            unattributed_time_s=float(doc["unattributed_time_s"]),
-            step_time_s=float(doc["step_time_s"]),
-            provenance=dict(doc.get("provenance") or {}),
-            device_info={k: v for k, v in device.items() if k != "catalog_id"},
-            path=None if source == "<memory>" else source,
-        )
-    except CalibrationError:
-        raise
-    except (KeyError, TypeError, ValueError, OverflowError) as exc:
-        reason = " ".join(repr(exc).split())[:200]
-        raise CalibrationError(f"{source}: malformed calibration file ({reason})") from None
+    columns = fields.get("layer_columns", list, "a list")
+    if tuple(columns) != LAYER_COLUMNS:
+        raise fields.bad("layer_columns", f"must be {list(LAYER_COLUMNS)}", columns)
+    provenance = doc.get("provenance") or {}
+    if not isinstance(provenance, dict):
+        raise fields.bad("provenance", "must be an object", provenance)
+    profile = ModelProfile(
+        model=fields.get("model", str, "a string"),
+        device=device["catalog_id"],
+        batch_per_gpu=fields.integer(doc.get("batch_per_gpu", _MISSING), "batch_per_gpu"),
+        precision=fields.get("precision", str, "a string"),
+        layers=fields.layers(),
+        unattributed_time_s=fields.number(
+            doc.get("unattributed_time_s", _MISSING), "unattributed_time_s"
+        ),
+        step_time_s=fields.number(doc.get("step_time_s", _MISSING), "step_time_s"),
+        provenance=dict(provenance),
+        device_info={k: v for k, v in device.items() if k != "catalog_id"},
+        path=None if source == "<memory>" else source,
+    )
     return check(profile, source)
+
+
+_MISSING = object()
+
+
+class _Fields:
+    """Typed reads of a calibration document's fields: a missing or mistyped one is a
+    :class:`CalibrationError` naming the field in words (never an exception's repr)."""
+
+    def __init__(self, doc: dict[str, Any], source: str) -> None:
+        self.doc, self.source = doc, source
+
+    def bad(self, name: str, rule: str, value: object) -> CalibrationError:
+        got = "it is missing" if value is _MISSING else f"got {shown(value)}"
+        return CalibrationError(
+            f"{self.source}: malformed calibration file: field {name!r} {rule}, {got}"
+        )
+
+    def get(self, name: str, kind: type, words: str) -> Any:
+        value = self.doc.get(name, _MISSING)
+        if not isinstance(value, kind):
+            raise self.bad(name, f"must be {words}", value)
+        return value
+
+    def number(self, value: object, name: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.bad(name, "must be a number", value)
+        return float(value)
+
+    def integer(self, value: object, name: str) -> int:
+        number = self.number(value, name)
+        if not math.isfinite(number) or number != int(number):
+            raise self.bad(name, "must be an integer", value)
+        return int(number)
+
+    def layers(self) -> tuple[LayerTiming, ...]:
+        rows = []
+        for i, row in enumerate(self.get("layers", list, "a list of layer rows")):
+            name = f"layers[{i}]"
+            if not isinstance(row, list) or len(row) != len(LAYER_COLUMNS):
+                raise self.bad(name, f"must be a row of {len(LAYER_COLUMNS)} values", row)
+            n, f, b, g = row
+            rows.append(
+                LayerTiming(
+                    str(n),
+                    self.number(f, f"{name}.fwd_time_s"),
+                    self.number(b, f"{name}.bwd_time_s"),
+                    self.integer(g, f"{name}.grad_bytes"),
+                )
+            )
+        return tuple(rows)
 
 
 def check(profile: ModelProfile, source: str) -> ModelProfile:
@@ -215,6 +273,10 @@ def check(profile: ModelProfile, source: str) -> ModelProfile:
             raise CalibrationError(
                 f"{source}: layer {shown(la.name)} has grad_bytes {la.grad_bytes}"
             )
+    if profile.sum_layers_s <= 0:
+        raise CalibrationError(
+            f"{source}: every layer time is 0 s; a calibration must time its layers"
+        )
     return profile
 
 
@@ -223,21 +285,24 @@ def _time_ok(value: float) -> bool:
 
 
 def load(path: str | os.PathLike[str]) -> ModelProfile:
-    """Read and validate a calibration file."""
-    p = Path(path)
+    """Read and validate a calibration file (a regular file of at most
+    :data:`~ddlsim.inputs.CALIBRATION_MAX_BYTES`, UTF-8 JSON; :mod:`ddlsim.inputs`)."""
+    doc = read_json(path, "calibration file", CALIBRATION_MAX_BYTES, CalibrationError)
+    return from_dict(doc, str(Path(path)))
+
+
+def is_calibration_file(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` holds a readable ddlsim calibration document of this schema version
+    (the only kind of existing file a calibration may replace)."""
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CalibrationError(f"calibration file not found: {p}") from None
-    except OSError as exc:
-        raise CalibrationError(f"cannot read calibration file {p}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise CalibrationError(f"{p}: corrupt calibration file (not UTF-8 text)") from None
-    try:
-        doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        raise CalibrationError(f"{p}: corrupt calibration file (invalid JSON: {exc})") from None
-    return from_dict(doc, str(p))
+        doc = read_json(path, "calibration file", CALIBRATION_MAX_BYTES, CalibrationError)
+    except CalibrationError:
+        return False
+    return (
+        isinstance(doc, dict)
+        and doc.get("format") == FORMAT
+        and doc.get("schema_version") == SCHEMA_VERSION
+    )
 
 
 def save(profile: ModelProfile, path: str | os.PathLike[str]) -> Path:
@@ -247,15 +312,10 @@ def save(profile: ModelProfile, path: str | os.PathLike[str]) -> Path:
     An existing file of another schema version (or not a calibration file) is not overwritten.
     """
     p = Path(path)
-    if check_replaceable(p).exists():
-        try:
-            existing = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            existing = None
-        if not isinstance(existing, dict) or existing.get("schema_version") != SCHEMA_VERSION:
-            raise CalibrationError(
-                f"refusing to overwrite {p}: it is not a schema-{SCHEMA_VERSION} calibration file"
-            )
+    if check_replaceable(p).exists() and not is_calibration_file(p):
+        raise CalibrationError(
+            f"refusing to overwrite {p}: it is not a schema-{SCHEMA_VERSION} calibration file"
+        )
     text = json.dumps(profile.to_dict(), separators=(",", ":")) + "\n"
     created = make_parents(p)
     try:

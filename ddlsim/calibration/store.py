@@ -27,7 +27,6 @@ roofline-batch-transfer``), it is never presented as measured.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 from ddlsim.calibration.profile import ModelProfile, check, load
 from ddlsim.calibration.retime import roofline_retime
 from ddlsim.errors import CalibrationError
+from ddlsim.inputs import CALIBRATION_MAX_BYTES, read_json
 from ddlsim.system.specs import DeviceSpec
 from ddlsim.workload.layers import ModelSpec
 
@@ -122,8 +122,8 @@ def estimate_kind(path: Path) -> str | None:
     anchored to a throughput measured on it, corrected by its own runs) or says nothing else.
     A file that cannot be read counts as measured: the search reads it and names the fault."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        doc = read_json(path, "calibration file", CALIBRATION_MAX_BYTES, CalibrationError)
+    except CalibrationError:
         return None
     provenance = doc.get("provenance") if isinstance(doc, dict) else None
     if not isinstance(provenance, dict):

@@ -10,6 +10,8 @@ and no message echoes more than :data:`ddlsim.errors.MAX_SHOWN_CHARS` characters
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import os
 import sys
 import textwrap
@@ -93,6 +95,17 @@ def _import_numpy_with_one_blas_thread() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``ddlsim`` console script; returns the exit code."""
+    closed = sys.stdout is None  # started with file descriptor 1 closed (``>&-``)
+    if closed:
+        sys.stdout = _ClosedStdout()
+    try:
+        return _run(argv)
+    finally:
+        if closed:
+            sys.stdout = None
+
+
+def _run(argv: Sequence[str] | None) -> int:
     with sigterm_as_interrupt():
         try:
             _import_numpy_with_one_blas_thread()
@@ -104,19 +117,57 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _error(str(exc))
         except KeyboardInterrupt as exc:
             code = exit_code(exc)
-            print(f"ddlsim: {'interrupted' if code == EXIT_INTERRUPTED else 'terminated'}",
-                  file=sys.stderr)  # fmt: skip
+            _say(f"ddlsim: {'interrupted' if code == EXIT_INTERRUPTED else 'terminated'}")
             return code
         except BrokenPipeError:
-            return 0
+            _silence_stdout()
+            return _error("standard output was closed before all of the output was written")
         except OSError as exc:  # a file the command was given, that the checks did not foresee
             where = f": {exc.filename}" if exc.filename is not None else ""
             return _error(f"{exc.strerror or exc}{where}")
 
 
+class _ClosedStdout:
+    """``sys.stdout`` when the process started without one: writing is the error
+    "standard output is closed" (one line, exit 2) instead of an AttributeError on None."""
+
+    def write(self, _text: object) -> int:
+        raise OSError(errno.EBADF, "standard output is closed (nothing was written)")
+
+    def flush(self) -> None:
+        """Nothing to flush."""
+
+    @property
+    def buffer(self) -> _ClosedStdout:
+        """Binary writes fail the same way."""
+        return self
+
+    def isatty(self) -> bool:
+        """Not a terminal."""
+        return False
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null after a broken pipe, so that the interpreter's
+    final flush of what is still buffered does not print a second error."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a real file (a test's capture)
+        pass
+
+
+def _say(line: str) -> None:
+    """``line`` on stderr, when there is one (a closed stderr drops it)."""
+    if sys.stderr is not None:
+        with contextlib.suppress(OSError):
+            print(line, file=sys.stderr)
+
+
 def _error(message: str) -> int:
     """Print ``ddlsim: error: <message>`` on one line (long values cut); exit code 2."""
-    print(f"ddlsim: error: {clip_long_words(message)}", file=sys.stderr)
+    _say(f"ddlsim: error: {clip_long_words(message)}")
     return EXIT_USAGE
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import Any, TextIO
 
 from ddlsim.cli.args import int_at_least, output_file, scheduler_address
 from ddlsim.cli.config_args import PARSERS
@@ -89,27 +89,42 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 class _Bar:
-    """The progress bar on stderr; :meth:`close` ends its line however the sweep ended."""
+    """The sweep's progress on stderr. On a terminal, one bar redrawn in place (``\\r``) that
+    :meth:`close` ends however the sweep ended; written to a file or a pipe, a plain line at
+    most every :data:`LOG_EVERY_S` seconds and one at the end, so a log holds no ``\\r``
+    updates (the convention of tqdm and rich)."""
 
     WIDTH = 30
+    #: seconds between two progress lines in a log
+    LOG_EVERY_S = 10.0
 
-    def __init__(self) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.open = False
+        self.logged_s = 0.0  # when the last line went to the log
 
     def __call__(self, done: int, total: int, elapsed_s: float) -> None:
         filled = int(self.WIDTH * done / total)
         remaining_s = elapsed_s / done * (total - done) if done else 0.0
-        self.open = True  # before the write: a Ctrl-C during it still ends the line
-        sys.stderr.write(
-            f"\r[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} configurations "
+        text = (
+            f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} configurations "
             f"{elapsed_s:6.1f} s elapsed, {remaining_s:6.1f} s left"
         )
-        sys.stderr.flush()
+        if not self.tty:
+            if done == total or elapsed_s - self.logged_s >= self.LOG_EVERY_S:
+                self.logged_s = elapsed_s
+                self.stream.write(text + "\n")
+                self.stream.flush()
+            return
+        self.open = True  # before the write: a Ctrl-C during it still ends the line
+        self.stream.write("\r" + text)
+        self.stream.flush()
 
     def close(self) -> None:
         if self.open:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
+            self.stream.write("\n")
+            self.stream.flush()
             self.open = False
 
 
@@ -128,6 +143,7 @@ def write_table(rows: list[dict[str, Any]], path: str) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim sweep``."""
     from ddlsim.cli.applies import warn_inapplicable_grid
+    from ddlsim.inputs import GRID_MAX_BYTES, check_input
     from ddlsim.tools.analysis.grid import load_grid_file, normalise_grid
     from ddlsim.tools.analysis.sweep import (
         check_grid_size,
@@ -143,6 +159,8 @@ def run(args: argparse.Namespace) -> int:
         check_workers(args.workers)
     if args.output.lower().endswith(".parquet"):
         parquet_modules()  # pandas and pyarrow present: fail before the work
+    if args.grid:  # a FIFO, a device or a huge file is refused before the YAML reader opens it
+        check_input(args.grid, "grid file", GRID_MAX_BYTES)
     raw: dict[str, Any] = load_grid_file(args.grid) if args.grid else {}
     for knob in _SWEPT:
         values = getattr(args, knob.name)

@@ -226,8 +226,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _is_collectives(path: str) -> bool:
     """Whether ``path`` is a measured-collectives file (its header; unreadable: no)."""
+    from ddlsim.errors import DdlsimError
+    from ddlsim.inputs import RUNS_CSV_MAX_BYTES, check_input
     from ddlsim.tools.validate.collectives import is_collectives_header
 
+    try:  # a FIFO or device is never opened: the runs reader refuses it with the reason
+        check_input(path, "runs file", RUNS_CSV_MAX_BYTES)
+    except DdlsimError:
+        return False
     try:
         with open(path, encoding="utf-8-sig") as fh:
             first = fh.readline()

@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from ddlsim.compute.kernels import PASSES, ConvShape, KernelModel, conv_pass_s, has_tensor_cores
-from ddlsim.errors import ConfigError
+from ddlsim.errors import ConfigError, shown
+from ddlsim.inputs import KERNELS_CSV_MAX_BYTES, csv_rows, read_text
 from ddlsim.system import catalog
 from ddlsim.system.specs import DeviceSpec
 
@@ -60,6 +61,16 @@ def filter_class(shape: ConvShape) -> str:
     """``"1x1"``, ``"3x3"``, ``"5x5"``, ``"7x7"`` for square filters, else ``"other"``."""
     label = f"{shape.filter_h}x{shape.filter_w}"
     return label if label in FILTER_CLASSES else "other"
+
+
+#: the physical range of a measured kernel time, ms: from a microsecond (a kernel launch alone
+#: takes several) to a million seconds, the range of a calibration's times
+#: (``ddlsim.calibration.profile.MIN_STEP_TIME_S``, ``MAX_TIME_S``, a layer above this one); a
+#: time outside it is skipped with its reason instead of giving an infinite error
+MIN_KERNEL_MS = 1e-3
+MAX_KERNEL_MS = 1e9
+#: the largest convolution size a row may state: cuDNN describes tensors with 32-bit integers
+MAX_SHAPE_DIM = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -124,18 +135,12 @@ class PassResult:
 def read_kernel_csv(path: str | Path) -> tuple[list[KernelRow], list[Skip], int]:
     """The usable rows of a kernel file, what was skipped and why, and the number of rows."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ConfigError(f"kernel file not found: {p}") from None
-    except IsADirectoryError:
-        raise ConfigError(f"{p} is a directory, not a kernel CSV file") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not a UTF-8 text file") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
+    text = read_text(p, "kernel file", KERNELS_CSV_MAX_BYTES)
     reader = csv.DictReader(text.splitlines())
-    header = [h.strip() for h in reader.fieldnames or []]
+    try:
+        header = [h.strip() for h in reader.fieldnames or []]
+    except csv.Error as exc:
+        raise ConfigError(f"{p}, line 1: malformed CSV header ({exc})") from None
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise ConfigError(
@@ -147,8 +152,11 @@ def read_kernel_csv(path: str | Path) -> tuple[list[KernelRow], list[Skip], int]
     skipped: list[Skip] = []
     n = 0
     try:
-        for record in reader:
+        for record, skip in csv_rows(reader):
             n += 1
+            if skip:
+                skipped.append(Skip(reader.line_num, "", None, skip))
+                continue
             row, skips = _parse(record, reader.line_num)
             skipped.extend(skips)
             if row is not None:
@@ -185,7 +193,10 @@ def _parse(record: dict[str, Any], line: int) -> tuple[KernelRow | None, list[Sk
         try:
             values[col] = int(cell)
         except ValueError:
-            return None, [Skip(line, gpu, None, f"{col} {cell!r} is not an integer")]
+            return None, [Skip(line, gpu, None, f"{col} {shown(cell)} is not an integer")]
+        if values[col] > MAX_SHAPE_DIM:
+            why = f"{col} {shown(cell)} is above {MAX_SHAPE_DIM:,} (cuDNN's 32-bit sizes)"
+            return None, [Skip(line, gpu, None, why)]
     try:
         shape = ConvShape(**values)
     except ConfigError as exc:
@@ -202,7 +213,11 @@ def _parse(record: dict[str, Any], line: int) -> tuple[KernelRow | None, list[Sk
         except ValueError:
             value = math.nan
         if not (math.isfinite(value) and value > 0):
-            skips.append(Skip(line, gpu, pass_, f"{col} {cell!r} is not a positive number"))
+            skips.append(Skip(line, gpu, pass_, f"{col} {shown(cell)} is not a positive number"))
+            continue
+        if not MIN_KERNEL_MS <= value <= MAX_KERNEL_MS:
+            why = f"{col} {shown(cell)} is outside {MIN_KERNEL_MS:g}..{MAX_KERNEL_MS:g} ms"
+            skips.append(Skip(line, gpu, pass_, why))
             continue
         measured[pass_] = value
     row = KernelRow(line, gpu, device, shape, measured, math_) if measured else None

@@ -21,7 +21,6 @@ arguments is plain JSON except for dicts with non-string keys (``stragglers``), 
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import sys
@@ -32,6 +31,7 @@ from typing import Any
 from ddlsim.atomic import file_sha256
 from ddlsim.config.groups import defaults
 from ddlsim.errors import ConfigError
+from ddlsim.inputs import RESULT_JSON_MAX_BYTES, read_json
 from ddlsim.version import __version__
 
 PAIRS = "__pairs__"
@@ -121,14 +121,7 @@ def load(path: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, Any]]:
     differs.
     """
     p = Path(path)
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"--from-json: no such file: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--from-json: cannot read {p}: {exc}") from None
-    except (json.JSONDecodeError, RecursionError):
-        raise ConfigError(f"--from-json: {p} is not JSON") from None
+    doc = read_json(p, "--from-json result", RESULT_JSON_MAX_BYTES)
     inputs = _inputs_of(doc)
     kwargs = inputs.get("predict_kwargs") if inputs else None
     if not isinstance(kwargs, dict):

@@ -135,9 +135,11 @@ def _read_json(path: PathLike) -> tuple[dict[str, Any], str]:
     try:
         doc = json.loads(source.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise CatalogError(f"{label}: cannot read catalog file: {exc}") from exc
+        raise CatalogError(f"{label}: cannot read catalog file: {exc.strerror or exc}") from exc
     except json.JSONDecodeError as exc:
-        raise CatalogError(f"{label}: not valid JSON: {exc}") from exc
+        raise CatalogError(
+            f"{label}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from exc
     if not isinstance(doc, dict):
         raise CatalogError(f"{label}: top level must be an object, got {type(doc).__name__}")
     if doc.get("schema_version") != SCHEMA_VERSION:

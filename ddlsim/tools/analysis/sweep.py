@@ -32,6 +32,7 @@ from typing import Any
 from ddlsim.atomic import atomic_write, atomic_write_text
 from ddlsim.errors import ConfigError, DdlsimError, shown
 from ddlsim.extras import require
+from ddlsim.inputs import SWEEP_MAX_BYTES, check_input, read_text
 from ddlsim.system.catalog_files import MAX_GPUS
 from ddlsim.workload.ttt import MAX_DATASET_IMAGES
 
@@ -336,13 +337,15 @@ def read_rows(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """
     if os.fspath(path).lower().endswith(".parquet"):
         return _read_parquet(path)
+    text = read_text(path, "sweep file", SWEEP_MAX_BYTES)
+    reader = csv.DictReader(io.StringIO(text, newline=""))
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
-            reader = csv.DictReader(fh)
-            header = reader.fieldnames
-            raw = list(reader)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise ConfigError(f"cannot read sweep file {path}: {exc}") from None
+        header = reader.fieldnames
+        raw = list(reader)
+    except csv.Error as exc:  # a sweep file is ddlsim's own: any bad row refuses it
+        raise ConfigError(
+            f"sweep file {path}, line {reader.line_num}: malformed CSV: {exc}"
+        ) from None
     if not header:
         raise ConfigError(f"sweep file {path} is empty (no header line)")
     return _typed_rows(path, raw, start=2)
@@ -393,6 +396,7 @@ def _number(text: str, column: str, where: str) -> float:
 def _read_parquet(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
     """Parquet rows as :func:`read_rows` returns CSV rows (the same cell values)."""
     pd = parquet_modules()
+    check_input(path, "sweep file", SWEEP_MAX_BYTES)
     try:
         frame = pd.read_parquet(path)
     except FileNotFoundError:

@@ -34,6 +34,7 @@ from ddlsim.tools.calibrate.defaults import (
 from ddlsim.tools.calibrate.devices import Target, parse_device_flag
 from ddlsim.tools.calibrate.progress import Progress, SummaryRow, format_table
 from ddlsim.tools.calibrate.run import profile_pass
+from ddlsim.tools.calibrate.scratch import private_tempdir
 from ddlsim.workload.zoo import MODEL_NAMES, get_model
 
 MAX_BATCH = 4096
@@ -213,6 +214,12 @@ def execute(req: Request, out: TextIO | None = None, err: TextIO | None = None) 
     validate(req)
     if req.calibration is not None:
         return _from_file(req, req.calibration, out)
+    with private_tempdir():  # the frameworks' temporary files and caches, removed on exit
+        return _profile_all(req, out, err)
+
+
+def _profile_all(req: Request, out: TextIO, err: TextIO) -> list[SummaryRow]:
+    """Profile every requested configuration on the target, derive, write, summarise."""
     anchored = req.anchor_images_per_sec is not None or req.from_log is not None
     anchor = _anchor_figure(req, req.models[0], req.batches[0]) if anchored else None
     target = _target(req)

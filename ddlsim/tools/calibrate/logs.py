@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddlsim.errors import ConfigError
+from ddlsim.inputs import LOG_MAX_BYTES, read_text
 
 _THROUGHPUT = (
     re.compile(r"total images/sec:\s*(?P<v>[0-9]+(?:\.[0-9]+)?)", re.IGNORECASE),
@@ -50,10 +51,7 @@ def _norm(name: str) -> str:
 def read_log(path: str | Path) -> LogThroughput:
     """The last single-GPU throughput line of ``path`` and the header facts around it."""
     p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read log {p}: {exc.strerror or exc}") from None
+    lines = read_text(p, "log", LOG_MAX_BYTES, lenient=True).splitlines()
     found: tuple[float, str] | None = None
     model = batch = n_gpus = None
     for i, line in enumerate(lines, 1):

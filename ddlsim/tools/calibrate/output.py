@@ -10,7 +10,6 @@ partial file) and returns the summary row.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ddlsim.atomic import check_folder, check_replaceable
@@ -31,15 +30,7 @@ def check_destination(path: Path) -> None:
     """An existing file at ``path`` must be a schema-1 calibration (it will be replaced)."""
     if not check_replaceable(path).exists():
         return
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        doc = None
-    if (
-        not isinstance(doc, dict)
-        or doc.get("format") != profile_io.FORMAT
-        or doc.get("schema_version") != profile_io.SCHEMA_VERSION
-    ):
+    if not profile_io.is_calibration_file(path):
         raise CalibrationError(
             f"refusing to overwrite {path}: it is not a schema-{profile_io.SCHEMA_VERSION} "
             "ddlsim calibration file (corrupt, or another schema); move it away or choose "

@@ -157,8 +157,17 @@ def report_only(args: argparse.Namespace) -> int:
         logs = {
             n: (out / f"train_np{n}.log").read_text(encoding="utf-8") for n in record["workers"]
         }
-    except (OSError, ValueError, KeyError) as exc:
-        raise ConfigError(f"{out} does not hold a complete record: {exc}") from None
+    except OSError as exc:
+        where = f" ({Path(exc.filename).name})" if exc.filename else ""
+        raise ConfigError(
+            f"{out} does not hold a complete record: {exc.strerror or 'unreadable'}{where}"
+        ) from None
+    except ValueError:  # json.JSONDecodeError, UnicodeDecodeError
+        raise ConfigError(f"{out} does not hold a complete record: a file is not JSON") from None
+    except KeyError as exc:
+        raise ConfigError(
+            f"{out} does not hold a complete record: results.json has no {exc.args[0]!r} field"
+        ) from None
     args.model, args.batch, args.workers = (
         record["model"],
         record["batch_per_worker"],

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlsim.errors import ConfigError
+from ddlsim.inputs import BENCHMARK_LOG_MAX_BYTES, read_text
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 #: OSU's benchmark names -> collectives
@@ -93,14 +94,7 @@ def read_log(path: str | Path, collective: str | None = None) -> Measurement:
     """The measurement in ``path`` (format recognised by content; module docstring).
     ``collective`` names it where the log does not (old nccl-tests, which print no test name)."""
     p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {p}: {exc.strerror or exc}") from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ConfigError(f"{p}: not UTF-8 text (a collective benchmark log?)") from None
+    text = read_text(p, "collective benchmark log", BENCHMARK_LOG_MAX_BYTES)
     if text.lstrip().startswith("{"):
         return _sweep_json(p, text)
     if any(_OSU_TITLE.match(line) for line in text.splitlines()[:20]):

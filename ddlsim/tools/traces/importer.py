@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.execution.strategy import COMM_METHODS, DATA_KINDS, PRECISIONS
+from ddlsim.inputs import LOG_MAX_BYTES, read_text
 from ddlsim.system import catalog
 from ddlsim.system.specs import TRANSPORTS
 from ddlsim.tools.traces.logs import LogFacts, parse_log
@@ -158,10 +159,7 @@ def import_logs(paths: Sequence[str], flags: ImportFlags) -> list[dict[str, obje
         )
     rows = []
     for i, path in enumerate(paths, start=1):
-        try:
-            text = Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+        text = read_text(path, "training log", LOG_MAX_BYTES, lenient=True)
         facts = parse_log(text, path)
         rows.append(build_row(facts, flags, path, f"{flags.source_id}-{i:04d}"))
     return rows

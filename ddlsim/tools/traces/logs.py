@@ -33,10 +33,12 @@ Lines tagged by ``mpirun --tag-output`` (``[1,0]<stdout>:``) or ``horovodrun``
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 
-from ddlsim.errors import ConfigError
+from ddlsim.calibration.profile import MAX_RUN_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
+from ddlsim.errors import ConfigError, shown
 
 HOROVOD_SYNTHETIC = "horovod synthetic benchmark"
 TF_CNN_BENCHMARKS = "tf_cnn_benchmarks"
@@ -95,6 +97,24 @@ def _find(pattern: str, lines: list[str], label: str, *, last: bool = False) -> 
     return found[-1]
 
 
+def _throughput(pattern: str, start: str, lines: list[str], label: str, value: int = 1) -> re.Match:
+    """The throughput line (``pattern``) of a log whose result line begins with ``start``;
+    :class:`ConfigError` quoting that line when its figure is not a number in the physical
+    range of a run's throughput (``nan``, ``-1``, ``0``, ``1e999``)."""
+    found = _find(pattern, lines, label)
+    try:
+        figure = float(found.group(value)) if found else math.nan
+    except ValueError:  # "1.2.3"
+        figure = math.nan
+    if found is None or not MIN_IMAGES_PER_SEC <= figure <= MAX_RUN_IMAGES_PER_SEC:
+        line = found.group(0) if found else next(x for x in lines if x.startswith(start))
+        raise ConfigError(
+            f"{label}: no usable throughput in {shown(line.strip())}: it must be a number of "
+            f"images/s in {MIN_IMAGES_PER_SEC:g}..{MAX_RUN_IMAGES_PER_SEC:g}"
+        )
+    return found
+
+
 def parse_log(text: str, label: str) -> LogFacts:
     """Parse one log (``label`` names it in errors); raises :class:`ConfigError` if the text
     is neither format or lacks the throughput line."""
@@ -114,10 +134,8 @@ def parse_log(text: str, label: str) -> LogFacts:
 
 
 def _parse_horovod(lines: list[str], label: str) -> LogFacts:
-    total = _find(
-        r"Total img/sec on (\d+) (GPU|CPU)\(s\):\s*([0-9.]+)\s*\+-\s*([0-9.]+)", lines, label
-    )
-    assert total is not None
+    pattern = r"Total img/sec on (\d+) (GPU|CPU)\(s\):\s*([0-9.]+)\s*\+-\s*([0-9.]+)"
+    total = _throughput(pattern, "Total img/sec on ", lines, label, value=3)
     device = total.group(2)
     gpus = int(total.group(1))
     number = _find(rf"Number of {device}s:\s*(\d+)\s*$", lines, label)
@@ -144,8 +162,7 @@ def _parse_horovod(lines: list[str], label: str) -> LogFacts:
 
 
 def _parse_tf_cnn(lines: list[str], label: str) -> LogFacts:
-    total = _find(r"total images/sec:\s*([0-9.]+)\s*$", lines, label)
-    assert total is not None
+    total = _throughput(r"total images/sec:\s*([0-9.]+)\s*$", "total images/sec:", lines, label)
     model = _find(r"Model:\s+(\S+)\s*$", lines, label)
     dataset = _find(r"Dataset:\s+(\S+)(\s+\(synthetic\))?\s*$", lines, label)
     global_batch = _find(r"Batch size:\s+(\d+)\s+global\s*$", lines, label)

@@ -32,9 +32,9 @@ import os
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ddlsim.errors import ConfigError
+from ddlsim.inputs import TIMELINE_MAX_BYTES, read_text
 
 NEGOTIATE_PREFIX = "NEGOTIATE_"
 CYCLE_START = "CYCLE_START"
@@ -136,10 +136,7 @@ def _nbytes(args: object) -> int | None:
 def load_timeline(path: str | os.PathLike[str]) -> HorovodTimeline:
     """Read and pair the events of a Horovod timeline file."""
     label = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {label}: {exc.strerror or exc}") from None
+    text = read_text(path, "Horovod timeline", TIMELINE_MAX_BYTES, lenient=True)
     events, truncated = parse_events(text, label)
     names: dict[object, str] = {}
     stacks: dict[object, list[tuple[str, float]]] = defaultdict(list)

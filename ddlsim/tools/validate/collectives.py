@@ -30,6 +30,7 @@ from typing import Any
 
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, NcclVersion
 from ddlsim.errors import ConfigError, DdlsimError
+from ddlsim.inputs import csv_rows
 from ddlsim.system import catalog
 from ddlsim.tools.netcal import names
 from ddlsim.tools.validate.runs import _decode
@@ -81,6 +82,8 @@ class CollectiveRow:
     nodes: int | None
     gpus_per_node: int | None
     nics_per_node: int | None
+    #: why the CSV reader could not read the row (it is skipped with this reason)
+    defect: str = ""
 
     def __getattr__(self, name: str) -> str:
         if name in COLUMNS:
@@ -156,7 +159,7 @@ def read_collectives(path: str | Path) -> list[CollectiveRow]:
     broken quoting or not UTF-8 is refused (ConfigError); a bad number in a row is kept as
     ``None`` and the row skipped later with the reason."""
     path = Path(path)
-    reader = csv.reader(io.StringIO(_decode(path), newline=""), strict=True)
+    reader = csv.reader(io.StringIO(_decode(path, "collectives file"), newline=""), strict=True)
     try:
         header = [h.strip() for h in next(reader)]
     except StopIteration:
@@ -168,7 +171,10 @@ def read_collectives(path: str | Path) -> list[CollectiveRow]:
         raise ConfigError(f"{path}:1: header lacks column(s) {', '.join(missing)}")
     rows = []
     try:
-        for fields in reader:
+        for fields, skip in csv_rows(reader):
+            if skip:
+                rows.append(CollectiveRow(reader.line_num, {}, *[None] * 7, defect=skip))
+                continue
             if not any(f.strip() for f in fields):
                 continue
             cells = {k: v.strip() for k, v in zip(header, fields, strict=False)}
@@ -299,6 +305,9 @@ def validate_collectives(
     models: dict[str, Any] = {}
     out = []
     for row in rows:
+        if row.defect:
+            out.append(CollectiveResult(row, SKIPPED, "malformed", row.defect))
+            continue
         if "anomalous" in row.note.lower():
             out.append(CollectiveResult(row, SKIPPED, "anomalous", "marked anomalous in note"))
             continue

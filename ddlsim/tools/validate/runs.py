@@ -2,7 +2,8 @@
 
 Two readers share one parser. :func:`load_runs` is lenient about rows: a data row it cannot
 turn into a :class:`Run` (the wrong number of fields, an empty or duplicate ``run_id``, an empty
-required cell, a count or value that is not a positive finite number) becomes a
+required cell, a count or value that is not a positive finite number or lies outside its
+physical range, a cell longer than Python's csv limit) becomes a
 :class:`RowDefect` naming the line, the column and the cell, and the other rows are read.
 :func:`read_runs` is strict: the first such row raises :class:`~ddlsim.errors.ConfigError`
 (``FILE:LINE: reason``); it is for files ddlsim writes or a caller wants whole.
@@ -21,11 +22,16 @@ import csv
 import io
 import math
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddlsim.errors import ConfigError
+from ddlsim.calibration.profile import MAX_RUN_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
+from ddlsim.errors import ConfigError, shown
+from ddlsim.inputs import RUNS_CSV_MAX_BYTES, csv_rows, read_text
+from ddlsim.system.catalog_files import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE
+from ddlsim.tools.validate.options import MAX_BATCH_PER_GPU
 
 #: the schema's columns, in file order
 COLUMNS: tuple[str, ...] = (
@@ -62,7 +68,21 @@ DUPLICATE_RUN_ID = "duplicate-run-id"
 MISSING_VALUE = "missing-value"
 BAD_NUMBER = "bad-number"
 NOT_POSITIVE = "not-positive"
-DEFECT_CODES = (BAD_FIELDS, NO_RUN_ID, DUPLICATE_RUN_ID, MISSING_VALUE, BAD_NUMBER, NOT_POSITIVE)
+OUT_OF_RANGE = "out-of-range"
+DEFECT_CODES = (
+    BAD_FIELDS,
+    NO_RUN_ID,
+    DUPLICATE_RUN_ID,
+    MISSING_VALUE,
+    BAD_NUMBER,
+    NOT_POSITIVE,
+    OUT_OF_RANGE,
+)
+#: the range of a stated scaling efficiency: above 0.1% (slower still is a broken run), at most
+#: 2 (caches make scaling superlinear by tens of percent at most; 2.5 is a typing error or a
+#: percentage)
+MIN_SCALING_EFFICIENCY = 1e-3
+MAX_SCALING_EFFICIENCY = 2.0
 
 
 @dataclass(frozen=True)
@@ -163,41 +183,56 @@ class _Cells:
             raise _RowError(MISSING_VALUE, f"column {column!r} is empty (required)", column)
         return cell
 
-    def integer(self, column: str, *, required: bool = False) -> int | None:
+    def integer(self, column: str, high: int, *, required: bool = False) -> int | None:
         cell = self.required(column) if required else self.text(column)
         if not cell:
             return None
         value = _float(cell)
         if not math.isfinite(value) or value != int(value):
             raise _RowError(
-                BAD_NUMBER, f"column {column!r} must be an integer, got {cell!r}", column, cell
+                BAD_NUMBER, f"column {column!r} must be an integer, got {shown(cell)}", column, cell
             )
         if value < 1:
             raise _RowError(
                 NOT_POSITIVE,
-                f"column {column!r} must be a positive integer, got {cell!r}",
+                f"column {column!r} must be a positive integer, got {shown(cell)}",
                 column,
                 cell,
             )
+        self._in_range(column, cell, value, 1, high, f"{high:,}")
         return int(value)
 
-    def number(self, column: str) -> float | None:
+    def number(self, column: str, low: float, high: float) -> float | None:
         cell = self.text(column)
         if not cell:
             return None
         value = _float(cell)
         if not math.isfinite(value):
             raise _RowError(
-                BAD_NUMBER, f"column {column!r} must be a finite number, got {cell!r}", column, cell
+                BAD_NUMBER,
+                f"column {column!r} must be a finite number, got {shown(cell)}",
+                column,
+                cell,
             )
         if value <= 0:
             raise _RowError(
                 NOT_POSITIVE,
-                f"column {column!r} must be a positive number, got {cell!r}",
+                f"column {column!r} must be a positive number, got {shown(cell)}",
                 column,
                 cell,
             )
+        self._in_range(column, cell, value, low, high, f"{high:g}")
         return value
+
+    @staticmethod
+    def _in_range(column: str, cell: str, value: float, low: float, high: float, top: str) -> None:
+        if not low <= value <= high:
+            raise _RowError(
+                OUT_OF_RANGE,
+                f"column {column!r} must be in {low:g}..{top}, got {shown(cell)}",
+                column,
+                cell,
+            )
 
 
 def _float(cell: str) -> float:
@@ -207,16 +242,9 @@ def _float(cell: str) -> float:
         return math.nan
 
 
-def _decode(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"{path}:{line}: not UTF-8 text ({exc.reason})") from None
+def _decode(path: Path, what: str = "runs file") -> str:
+    """The text of a measured-runs or measured-collectives CSV (:mod:`ddlsim.inputs`)."""
+    return read_text(path, what, RUNS_CSV_MAX_BYTES)
 
 
 def _header(path: Path, reader) -> list[str]:
@@ -232,7 +260,7 @@ def _header(path: Path, reader) -> list[str]:
             f"{path}:1: header lacks required column(s) {', '.join(missing)} "
             f"(expected the measured-runs schema: {', '.join(COLUMNS)})"
         )
-    twice = sorted({c for c in header if c and header.count(c) > 1})
+    twice = sorted(c for c, n in Counter(header).items() if c and n > 1)
     if twice:
         raise ConfigError(f"{path}:1: header names column(s) {', '.join(twice)} more than once")
     if not any(c in header for c in VALUE_COLUMNS):
@@ -248,44 +276,55 @@ def load_runs(path: str | os.PathLike[str]) -> RunsFile:
     path = Path(path)
     reader = csv.reader(io.StringIO(_decode(path), newline=""), strict=True)
     header = _header(path, reader)
-    runs: list[Run] = []
-    defects: list[RowDefect] = []
+    table = RunsFile(path, [], [])
     seen: dict[str, int] = {}
-    while True:
-        try:
-            fields = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as exc:
-            raise ConfigError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from None
-        line = reader.line_num
-        if not any(f.strip() for f in fields):
-            continue
-        record = dict(zip(header, fields, strict=False))
-        run_id = (record.get("run_id") or "").strip()
-        source_id = (record.get("source_id") or "").strip()
-        try:
-            if len(fields) != len(header):
-                raise _RowError(BAD_FIELDS, f"{len(fields)} field(s), the header has {len(header)}")
-            if not run_id:
-                raise _RowError(NO_RUN_ID, "column 'run_id' is empty", "run_id")
-            if run_id in seen:
-                raise _RowError(
-                    DUPLICATE_RUN_ID,
-                    f"column 'run_id' repeats {run_id!r} (duplicate run_id, first on line "
-                    f"{seen[run_id]})",
-                    "run_id",
-                    run_id,
-                )
-            run = _run(_Cells(record), line)
-        except _RowError as err:
-            defects.append(
-                RowDefect(line, err.code, err.reason, run_id, source_id, err.column, err.value)
+    try:
+        for fields, skip in csv_rows(reader):
+            _add_row(table, seen, header, fields or [], skip, reader.line_num)
+    except csv.Error as exc:
+        raise ConfigError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from None
+    return table
+
+
+def _add_row(
+    table: RunsFile,
+    seen: dict[str, int],
+    header: list[str],
+    fields: list[str],
+    skip: str,
+    line: int,
+) -> None:
+    """Add one data row to ``table``: a :class:`Run`, or a :class:`RowDefect` with the reason
+    (``skip``: why the CSV reader could not split it); ``seen``: run_id -> its line."""
+    if skip:
+        table.defects.append(RowDefect(line, BAD_FIELDS, skip))
+        return
+    if not any(f.strip() for f in fields):
+        return
+    record = dict(zip(header, fields, strict=False))
+    run_id = (record.get("run_id") or "").strip()
+    source_id = (record.get("source_id") or "").strip()
+    try:
+        if len(fields) != len(header):
+            raise _RowError(BAD_FIELDS, f"{len(fields)} field(s), the header has {len(header)}")
+        if not run_id:
+            raise _RowError(NO_RUN_ID, "column 'run_id' is empty", "run_id")
+        if run_id in seen:
+            raise _RowError(
+                DUPLICATE_RUN_ID,
+                f"column 'run_id' repeats {run_id!r} (duplicate run_id, first on line "
+                f"{seen[run_id]})",
+                "run_id",
+                run_id,
             )
-            continue
-        seen[run_id] = line
-        runs.append(run)
-    return RunsFile(path, runs, defects)
+        run = _run(_Cells(record), line)
+    except _RowError as err:
+        table.defects.append(
+            RowDefect(line, err.code, err.reason, run_id, source_id, err.column, err.value)
+        )
+        return
+    seen[run_id] = line
+    table.runs.append(run)
 
 
 def read_runs(path: str | os.PathLike[str]) -> list[Run]:
@@ -299,7 +338,7 @@ def read_runs(path: str | os.PathLike[str]) -> list[Run]:
 
 
 def _run(cells: _Cells, line: int) -> Run:
-    gpus = cells.integer("gpus", required=True)
+    gpus = cells.integer("gpus", MAX_GPUS, required=True)
     assert gpus is not None
     return Run(
         line=line,
@@ -308,20 +347,22 @@ def _run(cells: _Cells, line: int) -> Run:
         model=cells.required("model"),
         gpu=cells.required("gpu"),
         gpus=gpus,
-        gpus_per_node=cells.integer("gpus_per_node"),
+        gpus_per_node=cells.integer("gpus_per_node", MAX_GPUS_PER_NODE),
         intra_node=cells.text("intra_node"),
         inter_node=cells.text("inter_node"),
         transport=cells.text("transport"),
-        nics_per_node=cells.integer("nics_per_node"),
+        nics_per_node=cells.integer("nics_per_node", MAX_NICS_PER_NODE),
         comm=cells.text("comm"),
-        n_ps=cells.integer("n_ps"),
+        n_ps=cells.integer("n_ps", MAX_GPUS),
         variant=tuple(t.strip() for t in cells.text("variant").split(";") if t.strip()),
         framework=cells.text("framework"),
-        batch_per_gpu=cells.integer("batch_per_gpu"),
+        batch_per_gpu=cells.integer("batch_per_gpu", MAX_BATCH_PER_GPU),
         precision=cells.text("precision"),
         data=cells.text("data"),
-        images_per_sec=cells.number("images_per_sec"),
-        scaling_efficiency=cells.number("scaling_efficiency"),
+        images_per_sec=cells.number("images_per_sec", MIN_IMAGES_PER_SEC, MAX_RUN_IMAGES_PER_SEC),
+        scaling_efficiency=cells.number(
+            "scaling_efficiency", MIN_SCALING_EFFICIENCY, MAX_SCALING_EFFICIENCY
+        ),
         from_figure=cells.text("from_figure") == "1",
         note=cells.text("note"),
     )
