@@ -180,3 +180,26 @@ def test_a_flag_without_effect_is_named_once(knob):
         inputs = {"nodes": 2, "gpu": facts["resolved_gpu"], "precision": "fp32"}
     messages = [m for m in inapplicable([(kwargs, inputs)]) if m.startswith(knob.flag + " ")]
     assert len(messages) == 1 and knob.applies.scope in messages[0]
+
+
+def test_two_flags_that_set_one_knob_differently_are_refused(cli):
+    code, out, err = cli("predict", "--xla", "--fusion", "bn-act")
+    assert (code, out) == (2, "") and "--fusion contradicts --xla" in err
+    code, _, _ = cli("predict", "--xla", "--fusion", "xla", "--gpus", "2")
+    assert code == 0  # the same value twice agrees
+
+
+def test_a_horovod_release_that_never_was_is_refused():
+    with pytest.raises(ConfigError, match=r"no Horovod release 0\.99"):
+        JobConfig.from_kwargs(horovod_version="0.99")
+
+
+def test_a_grid_file_that_gives_a_key_twice_is_refused(tmp_path):
+    from ddlsim.tools.analysis.grid import load_grid_file
+
+    path = tmp_path / "grid.yaml"
+    path.write_text("model: resnet50\ngpus: [8, 16]\nmodel: vgg16\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="line 3: 'model' is given twice"):
+        load_grid_file(path)
+    path.write_bytes(b"\xef\xbb\xbfmodel: resnet50\ngpus: [8]\n")  # a byte-order mark
+    assert load_grid_file(path) == {"model": "resnet50", "gpus": [8]}

@@ -42,6 +42,21 @@ def _stragglers(text: str) -> dict[int, float]:
     return out
 
 
+class _Once(argparse.Action):
+    """Store a knob's value once: a second flag that gives the same knob another value
+    (``--xla --fusion bn-act``) is a contradiction, refused naming both, not "last one wins"."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, ns: argparse.Namespace, values: Any, option: Any
+    ) -> None:
+        value = self.const if self.nargs == 0 else values
+        given = getattr(ns, f"_given_{self.dest}", None)
+        if given is not None and given[1] != value:
+            parser.error(f"{option} contradicts {given[0]} (both set the {self.dest})")
+        setattr(ns, f"_given_{self.dest}", (option, value))
+        setattr(ns, self.dest, value)
+
+
 mtbf_hours = number_or("none", 0.0, "hours")
 minutes_or_auto = number_or("auto", None, "minutes")
 
@@ -84,11 +99,13 @@ def add_knob(
         if nargs is not None:
             kwargs.update(nargs=nargs, metavar="V")
         kwargs["default"] = knob.default if default is ... else default
+        if knob.extra and nargs is None and default is ...:
+            kwargs["action"] = _Once
         g.add_argument(knob.flag, **kwargs)
     if nargs is None and default is ...:
         for flag, value, extra_help in knob.extra:
             g.add_argument(
-                flag, dest=knob.arg_dest, action="store_const", const=value, help=extra_help
+                flag, dest=knob.arg_dest, action=_Once, nargs=0, const=value, help=extra_help
             )
 
 

@@ -74,7 +74,7 @@ def _only_from_json(args: argparse.Namespace) -> None:
     defaults = vars(parser.parse_args([]))
     for key, value in vars(args).items():
         exempt = ("from_json", "json", "func", "command")
-        if key not in exempt and value != defaults.get(key):
+        if key not in exempt and not key.startswith("_given_") and value != defaults.get(key):
             raise ConfigError(
                 f"--from-json takes the whole configuration from {args.from_json}; drop "
                 f"--{key.replace('_', '-')}"

@@ -69,12 +69,21 @@ class HorovodRelease:
         return self.negotiation == CACHE
 
 
+#: the last Horovod release's minor version (0.28.1, June 2023; PyPI's release history)
+LAST_HOROVOD_MINOR = 28
+
+
 def horovod_release(version: str = DEFAULT_HOROVOD_VERSION) -> HorovodRelease:
     """The release ``version`` (``0.12``, ``0.16.4``, ``0.28.1``...); ConfigError otherwise."""
     match = re.fullmatch(r"\s*0\.(\d+)(?:\.(\d+))?\s*", str(version))
     if match is None or int(match[1]) < 9:
         raise ConfigError(
             f"Horovod version must be 0.9 or later, like 0.12 or 0.28.1, got {version!r}"
+        )
+    if int(match[1]) > LAST_HOROVOD_MINOR:
+        raise ConfigError(
+            f"no Horovod release {str(version).strip()}: the releases are 0.9 to "
+            f"{DEFAULT_HOROVOD_VERSION} (the last, 2023)"
         )
     minor = int(match[1])
     if minor <= 12:

@@ -88,16 +88,42 @@ def normalise_grid(raw: dict[str, Any]) -> dict[str, list[Any]]:
     return grid
 
 
+class _DuplicateKeyError(ValueError):
+    """A grid key given twice (YAML keeps the last silently)."""
+
+
+def _unique_keys_loader(yaml: Any) -> type:
+    """PyYAML's safe loader, refusing a mapping that gives a key twice (``model:`` twice is a
+    contradiction, not an override)."""
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def mapping(loader: Any, node: Any, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                line = key_node.start_mark.line + 1
+                raise _DuplicateKeyError(f"line {line}: {key!r} is given twice")
+            seen[key] = loader.construct_object(value_node, deep=deep)
+        return seen
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, mapping)
+    return Loader
+
+
 def load_grid_file(path: str | Path) -> dict[str, Any]:
     """Read a YAML grid file: a mapping of parameter -> value or list of values."""
     yaml = require("yaml", "sweep", "a YAML grid")
+    from ddlsim.inputs import GRID_MAX_BYTES, read_text
+
     p = Path(path)
+    text = read_text(p, "grid file", GRID_MAX_BYTES)  # a regular file, bounded, BOM or not
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"grid file not found: {p}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read grid file {p}: {exc}") from None
+        doc = yaml.load(text, Loader=_unique_keys_loader(yaml))
+    except _DuplicateKeyError as exc:
+        raise ConfigError(f"grid file {p}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
