@@ -7,9 +7,12 @@ so the workers advance together, one segment at a time, each with its own clock:
 one worker (the fast engine), an array of ``W`` for several (the detailed engine), so that a
 step costs a few numpy operations however many workers there are. Communication runs on
 channels (ops serialised per channel) and, for Horovod, after the coordinator's cycle tick and
-negotiation: an event loop (:class:`ddlsim.engine.channels.Channels`) that the workers advance
-to the instants they need. The cost of an op is delegated to ``cost(op, starts)``, which maps
-per-worker start times to per-worker end times:
+negotiation, split as SimPy splits a simulation: the event loop
+(:class:`ddlsim.engine.loop.EventLoop`, the environment) that the workers advance to the
+instants they need, the channels (:class:`ddlsim.engine.channels.Channels`, the resources),
+Horovod's coordinator (:class:`ddlsim.engine.coordinator.Coordinator`, a process) and the
+record of what ran (:class:`ddlsim.engine.ledger.Ledger`). The cost of an op is delegated to
+``cost(op, starts)``, which maps per-worker start times to per-worker end times:
 
 - the fast engine simulates one representative worker and costs ops in closed form;
 - the detailed engine simulates every worker (own speed, jitter) and executes each op as steps
@@ -34,8 +37,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ddlsim.engine.channels import Channels, Coordination, CostFn, Lanes, NegotiationFn
+from ddlsim.engine.channels import Channels, CostFn, Lanes
+from ddlsim.engine.coordinator import Coordinator, CoordinatorConfig, NegotiationFn
 from ddlsim.engine.intervals import clip, length, overlap_lengths, union_intervals
+from ddlsim.engine.ledger import Ledger
+from ddlsim.engine.loop import EventLoop
 from ddlsim.engine.plan import CommOp, Plan
 from ddlsim.engine.sync import rank_factors
 from ddlsim.engine.trace import INTERFERENCE, Span, Trace
@@ -203,22 +209,21 @@ class _Run:
         self.ops = self.program.ops
         self.trace = Trace()
         self.traced = sorted(w for w in cfg.trace_workers if w < self.W)
-        coordination = None
+        self.loop = EventLoop()
+        self.ledger = Ledger(self.ops, self.iters, self.W, track_in_flight=cfg.interference > 0)
+        self.channels = Channels(
+            self.loop, self.ledger, self.ops, cost, traced=self.traced, span=self._span
+        )
+        self.coordinator = None
         if cfg.horovod:
-            coordination = Coordination(
+            horovod = CoordinatorConfig(
                 cfg.cycle_time_s, cfg.sleep_after_work, cfg.fusion_threshold_bytes,
                 cfg.negotiation,
             )  # fmt: skip
-        self.comm = Channels(
-            self.ops,
-            cost,
-            n_workers=self.W,
-            iterations=self.iters,
-            horovod=coordination,
-            traced=self.traced,
-            span=self._span,
-            track_in_flight=cfg.interference > 0,
-        )
+            self.coordinator = Coordinator(
+                self.loop, self.channels, self.ops, horovod,
+                n_workers=self.W, traced=self.traced, span=self._span,
+            )  # fmt: skip
         self.end = np.zeros((self.iters, self.W))
         self.steps = 0
         self.t: Lanes = 0.0 if self.scalar else np.zeros(self.W)
@@ -246,21 +251,22 @@ class _Run:
                     self._register(it, op_i)
                 else:  # a pull of this iteration, or the previous iteration's gradients
                     self._wait_op(it if what == "pull" else it - 1, op_i)
-            if self.comm.blocking:
-                self.comm.run_until(lambda it=it: it in self.comm.comm_done)
-                self._resume(self.comm.comm_done[it], self.comm.comm_end[it])
+            if self.ledger.blocking:
+                comm_done = self.ledger.comm_done
+                self.loop.run_until(lambda it=it, done=comm_done: it in done)
+                self._resume(comm_done[it], self.ledger.comm_end[it])
             self._compute(it, self.program.update)
             self.end[it] = self.t
         if self.ops:  # the last iteration's deferred operations end the run
             last = self.iters - 1
-            self.comm.run_until(lambda: last in self.comm.all_done)
+            self.loop.run_until(lambda: last in self.ledger.all_done)
         return RunRecord(
             self.end,
             self.trace,
             self.cfg.warmup_iterations,
             np.array(self.sync_s).reshape(self.iters, len(SYNC_PARTS)),
             self.steps,
-            self.comm.events,
+            self.loop.events,
         )
 
     # -- waits -------------------------------------------------------------------------------
@@ -283,14 +289,23 @@ class _Run:
 
     def _wait_op(self, it: int, op_i: int) -> None:
         key = (it, op_i)
-        done = self.comm.done
-        self.comm.run_until(lambda: key in done)
+        done = self.ledger.done
+        self.loop.run_until(lambda: key in done)
         self._resume(*done[key])
 
     def _register(self, it: int, op_i: int) -> None:
-        """Every worker has op ``op_i`` of iteration ``it`` ready now (its own now)."""
+        """Every worker has op ``op_i`` of iteration ``it`` ready now (its own now): it is
+        ready on the loop at the latest worker's time."""
         t = self.t
-        self.comm.register(it, op_i, t, float(t if self.scalar else t.max()))
+        self.loop.at(float(t if self.scalar else t.max()), self._ready, it, op_i, t)
+
+    def _ready(self, it: int, op_i: int, starts: Lanes) -> None:
+        """An operation ready everywhere: an allreduce waits for Horovod's coordinator (where
+        there is one), anything else goes to its channel."""
+        if self.coordinator is not None and self.ops[op_i].op == "allreduce":
+            self.coordinator.pend(it, op_i)
+        else:
+            self.channels.ready(it, op_i, starts)
 
     # -- compute -----------------------------------------------------------------------------
     @property
@@ -324,11 +339,11 @@ class _Run:
         """Per worker, the time within ``[t0, t1]`` during which it had communication in
         flight: the operations that started before ``t1`` (their intervals are known once they
         start); ones over for every worker are dropped."""
-        comm = self.comm
+        loop, ledger = self.loop, self.ledger
         if self.scalar:
-            comm.run_before(t1)
-            live = [x for x in comm.in_flight if x[2] > t0]
-            comm.in_flight = live
+            loop.run_before(t1)
+            live = [x for x in ledger.in_flight if x[2] > t0]
+            ledger.in_flight = live
             ivs = [(s, e) for time_s, s, e in live if time_s < t1]
             if not ivs:
                 return 0.0
@@ -336,10 +351,10 @@ class _Run:
                 a, b = ivs[0]
                 return (b if b < t1 else t1) - (a if a > t0 else t0) if a < b and a < t1 else 0.0
             return length(clip(union_intervals(ivs), t0, t1))
-        comm.run_before(float(t1.max()))
+        loop.run_before(float(t1.max()))
         t0_min = float(t0.min())
-        live = [x for x in comm.in_flight if x[2].max() > t0_min]
-        comm.in_flight = live
+        live = [x for x in ledger.in_flight if x[2].max() > t0_min]
+        ledger.in_flight = live
         rows = [x for x in live if x[0] < t1.max()]
         if not rows:
             return np.zeros(self.W)

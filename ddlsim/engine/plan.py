@@ -96,3 +96,15 @@ def plan_from_dag(g: DiGraph, with_comm: bool = True) -> Plan:
             op.next_fwd_index = min(gated, default=-1)
         plan.ops.append(op)
     return plan
+
+
+def merged(ops: list[CommOp]) -> CommOp:
+    """One collective carrying the plan's ``ops`` (fused at run time)."""
+    return CommOp(
+        name=f"{ops[0].name}+{len(ops) - 1}",
+        op=ops[0].op,
+        channel=ops[0].channel,
+        nbytes=sum(o.nbytes for o in ops),
+        layers=[layer for o in ops for layer in o.layers],
+        n_tensors=sum(o.n_tensors for o in ops),
+    )

@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 import simpy
 
-from ddlsim.engine.channels import CostFn, fuse, merged
+from ddlsim.engine.channels import CostFn
+from ddlsim.engine.coordinator import fuse
 from ddlsim.engine.core import SYNC_PARTS, EngineConfig
 from ddlsim.engine.intervals import clip, length, union_intervals
-from ddlsim.engine.plan import CommOp, Plan
+from ddlsim.engine.plan import CommOp, Plan, merged
 from ddlsim.engine.sync import rank_factors
 from ddlsim.engine.trace import INTERFERENCE, Span
 from ddlsim.execution.horovod import next_tick_s
