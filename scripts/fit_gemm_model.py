@@ -39,8 +39,9 @@ MEANING = {
     "event_dispatch_s": "what NeuSight's timing (CUDA events around one PyTorch op call, "
     "event_min5of25) adds per call: the host's dispatch of the op between the events (its "
     "README: a 25-40 us floor)",
-    "back_to_back_s": "what DeepBench's timing (host clock over 400 back-to-back cuBLAS calls, "
-    "host_mean400) adds per call: the launch gaps the GPU is not hidden behind",
+    "issue_interval_s": "DeepBench's timing (host clock over 400 back-to-back cuBLAS calls, "
+    "host_mean400): the interval at which the host issues calls; a call shows the larger of it "
+    "and the kernel",
     "host_sync_s": "what LLMCompass's timing (host clock around one call + synchronize, "
     "host_median50) adds per call: launch and synchronisation",
 }

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ddlsim.compute.gemm import TIMINGS, GemmModel, gemm_time_s, timing_overhead_s
+from ddlsim.compute.gemm import TIMINGS, GemmModel, as_measured_s, gemm_time_s
 from ddlsim.compute.kernel_check import MeasuredVsPredicted, Skip, _pct, error_stats
 from ddlsim.compute.transformer_ops import PASSES, memory_op_s
 from ddlsim.errors import ConfigError
@@ -143,19 +143,19 @@ def _parse(record: dict[str, str], line: int, gemm: bool) -> MeasuredKernel | Sk
 
 
 def kernel_s(row: MeasuredKernel, model: GemmModel | None = None) -> float:
-    """The model's kernel seconds of ``row`` (all its calls), no timing overhead."""
+    """The model's kernel seconds of one call of ``row``, no timing overhead."""
     if row.is_gemm:
         batch, m, n, k = row.dims
         t = gemm_time_s(m, n, k, row.device, row.precision, batch=batch, model=model)
     else:
         rows, cols = row.dims
         t = memory_op_s(row.op, rows, cols, row.device, row.precision, model=model)
-    return row.calls * t
+    return t
 
 
 def predict(row: MeasuredKernel, model: GemmModel | None = None) -> KernelResult:
     """``row`` measured against the model: kernel time + its timing method's overhead."""
-    t = kernel_s(row, model) + row.calls * timing_overhead_s(row.time_stat, model)
+    t = row.calls * as_measured_s(kernel_s(row, model), row.time_stat, model)
     return KernelResult(row, row.measured_us / 1e3, t * 1e3)
 
 
@@ -188,7 +188,7 @@ def format_summary(
     the leave-one-GPU-out MAPE where given, then the skipped rows' reasons (counted)."""
     lines = [
         f"ddlsim kernels: {path}: {n_rows} rows, {len(results)} predicted, {len(skipped)} skipped",
-        "prediction = kernel time + the timing method's overhead per call (time_stat)",
+        "prediction = kernel time as the row's timing method (time_stat) sees it",
         "",
         f"{'gpu':<16} {'prec':<5} {'op':<13} {'sources':<20} {'n':>5} {'MAPE':>6} "
         f"{'median':>7} {'ratio':>6} {'LOGO':>6}",

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ddlsim.compute.gemm import TIMINGS, GemmModel, gemm_parts
+from ddlsim.compute.gemm import ISSUE_BOUND, TIMINGS, GemmModel, gemm_parts
 from ddlsim.compute.gemm_check import MeasuredKernel, group_key, predict, summarise
 from ddlsim.compute.transformer_ops import op_bytes, op_kernels
 
@@ -38,7 +38,7 @@ START = GemmModel(
     stream_efficiency=0.8,
     stream_launch_s=3e-6,
     event_dispatch_s=25e-6,
-    back_to_back_s=3e-6,
+    issue_interval_s=3e-6,
     host_sync_s=15e-6,
 )
 NAMES = tuple(f.name for f in fields(GemmModel))
@@ -59,6 +59,7 @@ class Design:
     kernels: np.ndarray  # memory-bound op: kernels per call
     calls: np.ndarray
     stat: np.ndarray  # index into TIMING_NAMES of the timing method's coefficient (-1: none)
+    issue: np.ndarray  # bool: back-to-back calls (the larger of kernel and issue interval)
     measured_s: np.ndarray
     group: np.ndarray  # group index of each row
 
@@ -71,12 +72,13 @@ def design(rows: Sequence[MeasuredKernel], model: GemmModel) -> Design:
     n = len(rows)
     cols = {k: np.zeros(n) for k in ("tiles_s", "memory_s", "stream_s", "kernels", "calls")}
     gemm, tensor = np.zeros(n, bool), np.zeros(n, bool)
-    stat, group = np.full(n, -1), np.zeros(n, int)
+    stat, group, issue = np.full(n, -1), np.zeros(n, int), np.zeros(n, bool)
     groups: dict[tuple[str, ...], int] = {}
     for i, r in enumerate(rows):
         cols["calls"][i] = r.calls
         name = TIMINGS[r.time_stat]
         stat[i] = TIMING_NAMES.index(name) if name else -1
+        issue[i] = r.time_stat in ISSUE_BOUND
         group[i] = groups.setdefault((*group_key(r), r.source), len(groups))
         if r.is_gemm:
             batch, m, n_, k = r.dims
@@ -90,7 +92,7 @@ def design(rows: Sequence[MeasuredKernel], model: GemmModel) -> Design:
             cols["stream_s"][i] = op_bytes(r.op, rows_, c, r.precision) / r.device.mem_bandwidth_Bps
             cols["kernels"][i] = op_kernels(r.op)
     measured = np.array([r.measured_us * 1e-6 for r in rows])
-    return Design(gemm, tensor, stat=stat, measured_s=measured, group=group, **cols)
+    return Design(gemm, tensor, stat=stat, issue=issue, measured_s=measured, group=group, **cols)
 
 
 def _on_tensor_cores(row: MeasuredKernel) -> bool:
@@ -105,7 +107,8 @@ def predict_design(d: Design, m: GemmModel) -> np.ndarray:
     gemm = m.launch_s + np.maximum(d.tiles_s / eff, d.memory_s)
     stream = d.kernels * m.stream_launch_s + d.stream_s / m.stream_efficiency
     overhead = np.array([getattr(m, name) for name in TIMING_NAMES] + [0.0])[d.stat]
-    return d.calls * (np.where(d.gemm, gemm, stream) + overhead)
+    kernel = np.where(d.gemm, gemm, stream)
+    return d.calls * np.where(d.issue, np.maximum(kernel, overhead), kernel + overhead)
 
 
 def objective(d: Design, m: GemmModel, mask: np.ndarray | None = None) -> float:
