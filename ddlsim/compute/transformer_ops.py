@@ -159,11 +159,9 @@ def flash_attention_s(
     tensor-core peak; never under q, k, v, o (and their gradients) once through DRAM."""
     if precision not in ("fp16", "bf16", "fp8"):
         raise ConfigError(f"FlashAttention at {precision}: it runs fp16 / bf16 (fp8: FA3)")
-    if precision == "fp8":
-        version = flash_version(device, 3 if version is None else version)
-        if version != 3:
-            raise ConfigError(f"FlashAttention {version} at fp8: only FlashAttention 3 has fp8")
     check_precision(device, precision)
+    if precision == "fp8" and version not in (None, 3):
+        raise ConfigError(f"FlashAttention {version} at fp8: only FlashAttention 3 has fp8")
     v = flash_version(device, version)
     if direction not in DIRECTIONS:
         raise ConfigError(f"unknown direction {direction!r}; valid: {', '.join(DIRECTIONS)}")
