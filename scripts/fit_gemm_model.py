@@ -44,6 +44,8 @@ MEANING = {
     "and the kernel",
     "host_sync_s": "what LLMCompass's timing (host clock around one call + synchronize, "
     "host_median50) adds per call: launch and synchronisation",
+    "compiled_call_s": "what a host-timed call of a torch.compile'd function adds (Dynamo's "
+    "guards, the compiled graph's Python wrapper): LLMCompass's layernorm and gelu rows",
 }
 
 

@@ -80,8 +80,8 @@ ISSUE_BOUND = ("host_mean400",)
 class GemmModel:
     """The GEMM route's fitted coefficients (``data/gemm_model.json`` says what each stands
     for): main-loop efficiencies of cuBLAS's CUDA-core and tensor-core kernels, the kernel
-    floor per call, the element-wise kernels' DRAM efficiency and floor, and what each timing
-    method adds per call."""
+    floor per call, the element-wise kernels' DRAM efficiency and floor, what each timing
+    method adds per call, and what a ``torch.compile``'d call adds (``compiled_call_s``)."""
 
     cuda_efficiency: float
     tensor_efficiency: float
@@ -91,6 +91,7 @@ class GemmModel:
     event_dispatch_s: float
     issue_interval_s: float
     host_sync_s: float
+    compiled_call_s: float
 
     def with_values(self, **values: float) -> GemmModel:
         """A copy with some coefficients replaced (the fit's trial models)."""
@@ -227,15 +228,19 @@ def gemm_time_s(
     return gemm_parts(m, n, k, device, precision, **options).total_s
 
 
-def as_measured_s(kernel_s: float, time_stat: str, model: GemmModel | None = None) -> float:
+def as_measured_s(
+    kernel_s: float, time_stat: str, model: GemmModel | None = None, compiled: bool = False
+) -> float:
     """What a measurement reported as ``time_stat`` (:data:`TIMINGS`) shows for one call of a
     kernel of ``kernel_s`` seconds: the kernel plus its timing method's overhead per call, or
     for back-to-back calls (:data:`ISSUE_BOUND`) the larger of the kernel and the interval at
-    which the host issues calls."""
+    which the host issues calls. A host-timed call of a ``compiled`` (``torch.compile``)
+    function also pays ``compiled_call_s``: Dynamo's guards and the compiled graph's wrapper."""
     if time_stat not in TIMINGS:
         raise ConfigError(f"unknown time_stat {time_stat!r}; valid: {', '.join(TIMINGS)}")
     name = TIMINGS[time_stat]
     if name is None:
         return kernel_s
-    value = getattr(model or default_gemm_model(), name)
+    m = model or default_gemm_model()
+    value = getattr(m, name) + (m.compiled_call_s if compiled else 0.0)
     return max(kernel_s, value) if time_stat in ISSUE_BOUND else kernel_s + value

@@ -36,6 +36,9 @@ MEMORY_COLUMNS = ("gpu", "precision", "op", "rows", "cols", "time_us", "time_sta
 #: the (source, op, model) rows that time more than one kernel: Vidur's phi-2 "add" row is its
 #: two residual adds (the README of the measured files)
 CALLS = {("vidur", "add", "microsoft/phi-2"): 2}
+#: the (source, op) rows that time a ``torch.compile``'d function (the README of the measured
+#: files: LLMCompass's layernorm and gelu; its softmax is eager ``torch.softmax``)
+COMPILED = {("llmcompass", "layernorm"), ("llmcompass", "gelu")}
 
 
 @dataclass(frozen=True)
@@ -53,6 +56,7 @@ class MeasuredKernel:
     time_stat: str
     measured_us: float
     calls: int = 1
+    compiled: bool = False
 
     @property
     def is_gemm(self) -> bool:
@@ -134,7 +138,10 @@ def _parse(record: dict[str, str], line: int, gemm: bool) -> MeasuredKernel | Sk
         return Skip(line, gpu, None, "a size < 1 or a time that is not positive")
     source = (record.get("source_id") or "").strip()
     calls = CALLS.get((source, op, (record.get("model") or "").strip()), 1)
-    row = MeasuredKernel(line, source, gpu, device, precision, op, dims, stat, time_us, calls)
+    compiled = (source, op) in COMPILED
+    row = MeasuredKernel(
+        line, source, gpu, device, precision, op, dims, stat, time_us, calls, compiled
+    )
     try:
         predict(row)
     except ConfigError as exc:
@@ -155,7 +162,7 @@ def kernel_s(row: MeasuredKernel, model: GemmModel | None = None) -> float:
 
 def predict(row: MeasuredKernel, model: GemmModel | None = None) -> KernelResult:
     """``row`` measured against the model: kernel time + its timing method's overhead."""
-    t = row.calls * as_measured_s(kernel_s(row, model), row.time_stat, model)
+    t = row.calls * as_measured_s(kernel_s(row, model), row.time_stat, model, row.compiled)
     return KernelResult(row, row.measured_us / 1e3, t * 1e3)
 
 

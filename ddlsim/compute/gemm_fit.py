@@ -30,7 +30,8 @@ from ddlsim.compute.transformer_ops import op_bytes, op_kernels
 
 #: where the search starts, and the priors of coefficients a subset of rows does not pin:
 #: datasheet-level round figures (80% of peak in the main loop, 80% of DRAM bandwidth, a few
-#: microseconds a kernel, NeuSight's README's 25 us dispatch floor)
+#: microseconds a kernel, NeuSight's README's 25 us dispatch floor, tens of microseconds of
+#: Python for a compiled call's guards)
 START = GemmModel(
     cuda_efficiency=0.8,
     tensor_efficiency=0.75,
@@ -40,6 +41,7 @@ START = GemmModel(
     event_dispatch_s=25e-6,
     issue_interval_s=3e-6,
     host_sync_s=15e-6,
+    compiled_call_s=20e-6,
 )
 NAMES = tuple(f.name for f in fields(GemmModel))
 #: coefficients that are fractions of a peak (capped at 1)
@@ -60,6 +62,7 @@ class Design:
     calls: np.ndarray
     stat: np.ndarray  # index into TIMING_NAMES of the timing method's coefficient (-1: none)
     issue: np.ndarray  # bool: back-to-back calls (the larger of kernel and issue interval)
+    compiled: np.ndarray  # bool: a host-timed torch.compile'd call
     measured_s: np.ndarray
     group: np.ndarray  # group index of each row
 
@@ -73,12 +76,14 @@ def design(rows: Sequence[MeasuredKernel], model: GemmModel) -> Design:
     cols = {k: np.zeros(n) for k in ("tiles_s", "memory_s", "stream_s", "kernels", "calls")}
     gemm, tensor = np.zeros(n, bool), np.zeros(n, bool)
     stat, group, issue = np.full(n, -1), np.zeros(n, int), np.zeros(n, bool)
+    compiled = np.zeros(n, bool)
     groups: dict[tuple[str, ...], int] = {}
     for i, r in enumerate(rows):
         cols["calls"][i] = r.calls
         name = TIMINGS[r.time_stat]
         stat[i] = TIMING_NAMES.index(name) if name else -1
         issue[i] = r.time_stat in ISSUE_BOUND
+        compiled[i] = r.compiled and name is not None
         group[i] = groups.setdefault((*group_key(r), r.source), len(groups))
         if r.is_gemm:
             batch, m, n_, k = r.dims
@@ -92,7 +97,16 @@ def design(rows: Sequence[MeasuredKernel], model: GemmModel) -> Design:
             cols["stream_s"][i] = op_bytes(r.op, rows_, c, r.precision) / r.device.mem_bandwidth_Bps
             cols["kernels"][i] = op_kernels(r.op)
     measured = np.array([r.measured_us * 1e-6 for r in rows])
-    return Design(gemm, tensor, stat=stat, issue=issue, measured_s=measured, group=group, **cols)
+    return Design(
+        gemm,
+        tensor,
+        stat=stat,
+        issue=issue,
+        compiled=compiled,
+        measured_s=measured,
+        group=group,
+        **cols,
+    )
 
 
 def _on_tensor_cores(row: MeasuredKernel) -> bool:
@@ -107,6 +121,7 @@ def predict_design(d: Design, m: GemmModel) -> np.ndarray:
     gemm = m.launch_s + np.maximum(d.tiles_s / eff, d.memory_s)
     stream = d.kernels * m.stream_launch_s + d.stream_s / m.stream_efficiency
     overhead = np.array([getattr(m, name) for name in TIMING_NAMES] + [0.0])[d.stat]
+    overhead = overhead + d.compiled * m.compiled_call_s
     kernel = np.where(d.gemm, gemm, stream)
     return d.calls * np.where(d.issue, np.maximum(kernel, overhead), kernel + overhead)
 
