@@ -82,8 +82,13 @@ def main(argv: list[str] | None = None) -> int:
         held_out_mape.update(_table(held_out))
     if args.write:
         doc = json.loads(MODEL.read_text())
+        start = gemm_fit.START.as_dict()
         doc["coefficients"] = {
-            k: {"value": float(f"{v:.5g}"), "fitted": True, "meaning": MEANING[k]}
+            k: {
+                "value": float(f"{v:.5g}"),
+                "fitted": abs(v / start[k] - 1) > 1e-6,
+                "meaning": MEANING[k],
+            }
             for k, v in model.as_dict().items()
         }
         doc["fitted_on"] = {

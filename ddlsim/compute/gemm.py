@@ -22,10 +22,9 @@ of the convolution kernel model (:mod:`ddlsim.compute.kernel_routes`) rather tha
 
 Main-loop efficiencies are fitted (``data/gemm_model.json``, ``scripts/fit_gemm_model.py``):
 one for cuBLAS's CUDA-core kernels, one for its tensor-core kernels, on every generation. What a
-measurement adds to the kernel time depends on how it was timed: :func:`timing_overhead_s`.
-Transposes (cuBLAS's ``transa`` / ``transb``) are not modelled: cuBLAS has kernels for each
-layout and the measured files show no systematic difference (docs/design.md, "Transformer
-kernels").
+measurement shows of the kernel time depends on how it was timed: :func:`as_measured_s`.
+Transposes (cuBLAS's ``transa`` / ``transb``) are not modelled: the measured files do not
+separate a transpose cost from a shape effect (docs/design.md, "Transformer kernels").
 """
 
 from __future__ import annotations

@@ -7,12 +7,14 @@ Two files of ``traces/measured/kernels/transformer/`` (its README: sources, conv
 * ``elementwise.csv`` -- ``gpu, precision, op, rows, cols, time_us, time_stat``: memory-bound
   ops, predicted by :func:`ddlsim.compute.transformer_ops.memory_op_s` (forward, as measured).
 
-A prediction is the kernel time plus what the row's timing method adds per call
-(:func:`ddlsim.compute.gemm.timing_overhead_s`: NeuSight's CUDA events include the host's
-dispatch, DeepBench's and LLMCompass's host clocks the launch and synchronisation), a named
-term of the fitted model. A row whose GPU is not in the catalog, whose precision the GPU cannot
-run, or whose op or time is unusable, is skipped with its reason. Errors are summarised per
-(GPU, precision, op) with :func:`ddlsim.compute.kernel_check.error_stats`.
+A prediction is the kernel time as the row's timing method shows it
+(:func:`ddlsim.compute.gemm.as_measured_s`: NeuSight's CUDA events add the host's dispatch,
+LLMCompass's host clock the launch and synchronisation, and a compiled call's guards where the
+function was ``torch.compile``'d; DeepBench's back-to-back calls show the larger of the kernel
+and the host's issue interval), named terms of the fitted model. A row whose GPU is not in the
+catalog, whose precision the GPU cannot run, or whose op or time is unusable, is skipped with
+its reason. Errors are summarised per (GPU, precision, op) with
+:func:`ddlsim.compute.kernel_check.error_stats`.
 """
 
 from __future__ import annotations
