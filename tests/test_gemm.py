@@ -30,7 +30,7 @@ MODEL = default_gemm_model()
 
 
 def test_large_square_gemm_approaches_the_tensor_core_roof():
-    a100 = catalog.device("a100")
+    a100 = catalog.kernel_device("a100")
     n = 16384
     t = gemm_time_s(n, n, n, a100, "fp16")
     roof = 2.0 * n**3 / (a100.peak_fp16_flops * MODEL.tensor_efficiency)
@@ -38,19 +38,19 @@ def test_large_square_gemm_approaches_the_tensor_core_roof():
 
 
 def test_large_fp32_gemm_approaches_the_cuda_core_roof():
-    v100 = catalog.device("v100")
+    v100 = catalog.kernel_device("v100")
     n = 8192
     roof = 2.0 * n**3 / (v100.peak_fp32_flops * MODEL.cuda_efficiency)
     assert roof <= gemm_time_s(n, n, n, v100, "fp32") <= 1.05 * roof
 
 
 def test_tiny_gemm_is_the_launch_floor():
-    t = gemm_time_s(8, 8, 8, catalog.device("a100"), "fp16")
+    t = gemm_time_s(8, 8, 8, catalog.kernel_device("a100"), "fp16")
     assert MODEL.launch_s < t <= 1.25 * MODEL.launch_s
 
 
 def test_one_tile_more_than_the_sms_costs_a_second_wave():
-    v100 = catalog.device("v100")  # 80 SMs; k = 64: no split-K
+    v100 = catalog.kernel_device("v100")  # 80 SMs; k = 64: no split-K
     one = gemm_parts(128 * 80, 128, 64, v100, "fp32")
     two = gemm_parts(128 * 81, 128, 64, v100, "fp32")
     assert one.compute_s > one.memory_s and two.compute_s > two.memory_s
@@ -58,14 +58,14 @@ def test_one_tile_more_than_the_sms_costs_a_second_wave():
 
 
 def test_batched_gemm_shares_the_waves():
-    a100 = catalog.device("a100")  # attention scores: 64 heads x 8 sequences, d_head 64
+    a100 = catalog.kernel_device("a100")  # attention scores: 64 heads x 8 sequences, d_head 64
     batched = gemm_time_s(512, 512, 64, a100, "fp16", batch=512)
     single = gemm_time_s(512, 512, 64, a100, "fp16")
     assert batched < 512 * single / 10  # one launch, tiles of all products in the same waves
 
 
 def test_memory_roof_of_a_skinny_gemm():
-    a100 = catalog.device("a100")  # one token through a 4096 x 12288 projection: reads B
+    a100 = catalog.kernel_device("a100")  # one token through a 4096 x 12288 projection: reads B
     p = gemm_parts(1, 12288, 4096, a100, "fp16")
     bytes_ = 2 * (4096 + 4096 * 12288 + 12288)
     assert p.memory_s == pytest.approx(
@@ -83,7 +83,7 @@ def test_memory_roof_of_a_skinny_gemm():
     more=st.integers(1, 3000),
 )
 def test_time_is_monotone_in_m_n_and_k(gpu, precision, dims, axis, more):
-    device = catalog.device(gpu)
+    device = catalog.kernel_device(gpu)
     bigger = list(dims)
     bigger[axis] += more
     assert gemm_time_s(*bigger, device, precision) >= gemm_time_s(*dims, device, precision)
@@ -100,12 +100,12 @@ def test_time_is_monotone_in_m_n_and_k(gpu, precision, dims, axis, more):
 )
 def test_precisions_a_gpu_cannot_run_are_refused(gpu, precision, words):
     with pytest.raises(ConfigError) as err:
-        gemm_time_s(64, 64, 64, catalog.device(gpu), precision)
+        gemm_time_s(64, 64, 64, catalog.kernel_device(gpu), precision)
     assert all(w in str(err.value) for w in words)
 
 
 def test_unit_peaks_per_generation_and_precision():
-    h100, a100, p100 = (catalog.device(g) for g in ("h100", "a100", "p100"))
+    h100, a100, p100 = (catalog.kernel_device(g) for g in ("h100", "a100", "p100"))
     assert unit_peak(h100, "fp8") == (2 * h100.peak_fp16_flops, True)
     assert unit_peak(a100, "bf16") == (a100.peak_fp16_flops, True)
     assert unit_peak(a100, "tf32") == (a100.peak_tf32_flops, True)
@@ -114,7 +114,7 @@ def test_unit_peaks_per_generation_and_precision():
 
 
 def test_flash_attention_versions_and_refusals():
-    a100, t4, h100 = (catalog.device(g) for g in ("a100", "t4", "h100"))
+    a100, t4, h100 = (catalog.kernel_device(g) for g in ("a100", "t4", "h100"))
     b, h, s, d = 8, 16, 2048, 128
     fwd = flash_attention_s(b, h, s, d, a100, "bf16")
     flops = 4.0 * b * h * s * s * d
@@ -127,7 +127,7 @@ def test_flash_attention_versions_and_refusals():
     flash_attention_s(b, h, s, d, t4, "fp16")  # FlashAttention 1 runs on Turing
     for kwargs, device, words in (
         ({"version": 2}, t4, ["FlashAttention 2", "t4", "turing"]),
-        ({}, catalog.device("v100"), ["FlashAttention", "v100-sxm2"]),
+        ({}, catalog.kernel_device("v100"), ["FlashAttention", "v100-sxm2"]),
         ({"version": 3}, a100, ["FlashAttention 3", "a100"]),
     ):
         with pytest.raises(ConfigError) as err:
@@ -140,7 +140,7 @@ def test_flash_attention_versions_and_refusals():
 
 
 def test_memory_bound_passes_count_their_bytes():
-    a100 = catalog.device("a100")
+    a100 = catalog.kernel_device("a100")
     rows, cols = 4096, 4096
     assert op_bytes("add", rows, cols, "fp16") == 3 * rows * cols * 2
     assert op_bytes("dropout", rows, cols, "fp16") == 2 * rows * cols * 2 + rows * cols
@@ -208,3 +208,11 @@ def test_sample_is_small_and_every_usable_row_is_predicted():
     assert all(s.reason.startswith("unknown GPU 'l4'") for s in skipped)
     results = [predict(r) for r in rows]
     assert {s["op"] for s in summarise(results)} >= {"layernorm", "rmsnorm", "softmax", "gelu"}
+
+
+def test_kernel_only_gpus_are_not_offered_to_predict():
+    for name in ("t4", "p4", "a40", "gtx-1080ti", "titan-xp"):
+        gpu = catalog.kernel_device(name)
+        assert gpu.sm_count and gpu.sources["peak_fp32_TFLOPS"]
+        assert name not in catalog.device_names()
+    assert catalog.kernel_device("v100-pcie-32gb").id == "v100-pcie"

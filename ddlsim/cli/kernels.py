@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     )
     from ddlsim.system import catalog
 
-    wanted = catalog.device(args.gpu).id if args.gpu is not None else None
+    wanted = catalog.kernel_device(args.gpu).id if args.gpu is not None else None
     if args.plot:
         from ddlsim.tools.validate.plot import _matplotlib
 
@@ -193,7 +193,7 @@ def _same_gpu(name: str, wanted: str) -> bool:
     from ddlsim.system import catalog
 
     try:
-        return catalog.device(name).id == wanted
+        return catalog.kernel_device(name).id == wanted
     except ConfigError:
         return False
 

@@ -121,7 +121,7 @@ def read_transformer_csv(path: str | Path) -> tuple[list[MeasuredKernel], list[S
 def _parse(record: dict[str, str], line: int, gemm: bool) -> MeasuredKernel | Skip:
     gpu = (record.get("gpu") or "").strip()
     try:
-        device = catalog.device(gpu)
+        device = catalog.kernel_device(gpu)
     except ConfigError:
         return Skip(line, gpu, None, f"unknown GPU {gpu!r} (not in the catalog)")
     precision, op = record["precision"].strip(), record["op"].strip()
