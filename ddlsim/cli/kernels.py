@@ -1,4 +1,10 @@
-"""``ddlsim kernels FILE.csv``: the per-layer kernel model against measured convolution kernels.
+"""``ddlsim kernels FILE.csv``: the per-layer kernel model against measured kernels.
+
+A transformer kernel file (``traces/measured/kernels/transformer/gemm.csv`` or
+``elementwise.csv``: it has ``time_us`` and ``time_stat`` columns) is checked by
+:mod:`ddlsim.compute.gemm_check`: MAPE and median error per (GPU, precision, op), in sample and
+with each GPU left out of the fit (:func:`ddlsim.compute.gemm_fit.leave_one_gpu_out`). Any other
+file is a convolution kernel file:
 
 Predicts the forward, data-gradient and weight-gradient time of every row of a kernel file
 (``traces/measured/kernels/``) with the model that builds calibrations
@@ -28,8 +34,14 @@ tensor-core math on a GPU without tensor cores), and a pass with an empty or bad
 skipped with its reason.
 vision shapes = square inputs (image CNN layers).
 
+transformer kernel files (columns gpu, precision, op, batch, m, n, k or rows, cols, time_us,
+time_stat): cuBLAS GEMMs and memory-bound ops, predicted as kernel time + the timing method's
+overhead per call, summarised per (GPU, precision, op) with the leave-one-GPU-out MAPE.
+
 examples:
   ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv
+  ddlsim kernels traces/measured/kernels/transformer/gemm.csv
+  ddlsim kernels traces/measured/kernels/transformer/elementwise.csv --no-held-out
   ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv --gpu m40 --json
   ddlsim kernels traces/measured/kernels/deepbench_conv_v100_fp16.csv
   ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv --plot kernels.png
@@ -49,6 +61,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("csv", metavar="FILE.csv", help="measured kernels (traces/measured/kernels/)")
     p.add_argument("--gpu", default=None, metavar="NAME", help="only the rows of this GPU")
     p.add_argument("--json", action="store_true", help="print one JSON object: rows, summary")
+    p.add_argument(
+        "--no-held-out",
+        action="store_true",
+        help="transformer files: skip the leave-one-GPU-out refits",
+    )
     p.add_argument(
         "--plot",
         metavar="FILE.png",
@@ -71,11 +88,13 @@ def run(args: argparse.Namespace) -> int:
     )
     from ddlsim.system import catalog
 
-    wanted = catalog.device(args.gpu).id if args.gpu is not None else None
+    wanted = catalog.kernel_device(args.gpu).id if args.gpu is not None else None
     if args.plot:
         from ddlsim.tools.validate.plot import _matplotlib
 
         _matplotlib()  # fail before the work, not after it
+    if _transformer_file(args.csv):
+        return run_transformer(args, wanted)
     rows, skipped, n_rows = read_kernel_csv(args.csv)
     if wanted is not None:
         in_file = sorted({r.gpu for r in rows})
@@ -111,11 +130,70 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _transformer_file(path: str) -> bool:
+    """Whether ``path`` is a transformer kernel file (its header has time_us and time_stat)."""
+    import csv
+
+    from ddlsim.compute.gemm_check import is_transformer_file
+
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:
+            header = next(csv.reader(f), [])
+    except (OSError, UnicodeDecodeError):
+        return False  # the convolution reader says why
+    return is_transformer_file([h.strip() for h in header])
+
+
+def run_transformer(args: argparse.Namespace, wanted: str | None) -> int:
+    """``ddlsim kernels`` on a transformer GEMM or element-wise file."""
+    from ddlsim.compute import gemm, gemm_fit
+    from ddlsim.compute.gemm_check import (
+        format_summary,
+        predict,
+        read_transformer_csv,
+        summarise,
+    )
+
+    if args.plot:
+        raise ConfigError("--plot draws convolution kernel files only")
+    rows, skipped, n_rows = read_transformer_csv(args.csv)
+    every = rows
+    if wanted is not None:
+        rows = [r for r in rows if r.device.id == wanted]
+        skipped = [s for s in skipped if _same_gpu(s.gpu, wanted)]
+    if not rows:
+        raise ConfigError(f"no usable row in {args.csv}: {len(skipped)} skipped")
+    results = [predict(r) for r in rows]
+    held_out, fitted = ({}, {})
+    if not args.no_held_out:
+        held_out, fitted = gemm_fit.leave_one_gpu_out(every, gemm.default_gemm_model())
+        if wanted is not None:
+            held_out = {k: v for k, v in held_out.items() if k[0] == wanted}
+    if args.json:
+        doc = {
+            "rows": [r.to_json() for r in results],
+            "summary": {
+                "n_rows": n_rows,
+                "n_predicted": len(results),
+                "by_gpu_precision_op": summarise(results),
+                "leave_one_gpu_out": [held_out[k] for k in held_out],
+                "leave_one_gpu_out_fitted": fitted,
+                "skipped": [s.to_json() for s in skipped],
+                "model": {k: v["value"] for k, v in gemm.model_document()["coefficients"].items()},
+            },
+        }
+        json.dump(doc, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(format_summary(args.csv, results, skipped, n_rows, held_out))
+    return 0
+
+
 def _same_gpu(name: str, wanted: str) -> bool:
     from ddlsim.system import catalog
 
     try:
-        return catalog.device(name).id == wanted
+        return catalog.kernel_device(name).id == wanted
     except ConfigError:
         return False
 

@@ -104,12 +104,10 @@ class Skip:
         return {"line": self.line, "gpu": self.gpu, "pass": self.pass_, "reason": self.reason}
 
 
-@dataclass(frozen=True)
-class PassResult:
-    """One measured pass and its prediction."""
+class MeasuredVsPredicted:
+    """The error of a result with ``measured_ms`` and ``predicted_ms`` (what
+    :func:`error_stats` summarises)."""
 
-    row: KernelRow
-    pass_: str
     measured_ms: float
     predicted_ms: float
 
@@ -117,6 +115,16 @@ class PassResult:
     def rel_error(self) -> float:
         """(predicted - measured) / measured: positive = the model is slower than measured."""
         return (self.predicted_ms - self.measured_ms) / self.measured_ms
+
+
+@dataclass(frozen=True)
+class PassResult(MeasuredVsPredicted):
+    """One measured pass and its prediction."""
+
+    row: KernelRow
+    pass_: str
+    measured_ms: float
+    predicted_ms: float
 
     def to_json(self) -> dict[str, Any]:
         """The row object of ``ddlsim kernels --json``."""
@@ -235,7 +243,7 @@ def predict_rows(rows: Iterable[KernelRow], model: KernelModel | None = None) ->
     return out
 
 
-def error_stats(results: Sequence[PassResult]) -> dict[str, Any]:
+def error_stats(results: Sequence[MeasuredVsPredicted]) -> dict[str, Any]:
     """``n``, ``mape``, ``median_ape``, ``p90_ape`` and ``median_ratio`` (measured / predicted:
     above 1 = the GPU is slower than the model) of ``results`` (fractions; None if empty)."""
     if not results:

@@ -34,6 +34,7 @@ from ddlsim.system.catalog_files import (  # noqa: F401  (_load_catalog: used by
     NONE,
     SCHEMA_VERSION,
     _catalog,
+    _kernel_devices,
     _load_catalog,
     _norm,
 )
@@ -46,6 +47,14 @@ def device(name: str) -> DeviceSpec:
     """The GPU ``name`` (canonical id or alias, case-insensitive), figures in SI units."""
     cat = _catalog()
     return cat.devices[cat.device_id(name)]
+
+
+def kernel_device(name: str) -> DeviceSpec:
+    """A catalog GPU (:func:`device`), or one of the GPUs of the measured kernel files that
+    ddlsim ships no calibrations for (``data/kernel_devices.json``: T4, P4, A40, GTX 1080 Ti,
+    TITAN Xp), which only the kernel routes and checks take."""
+    extra = _kernel_devices().get(_norm(name))
+    return extra if extra is not None else device(name)
 
 
 def device_names() -> tuple[str, ...]:

@@ -1,0 +1,195 @@
+"""Fitting the transformer kernel routes' few free coefficients (:class:`GemmModel`) to rows.
+
+The objective is the mean over groups -- (GPU, precision, op, source) -- of the mean
+``|ln(predicted / measured)|`` of their rows, so every group counts alike however many rows it
+has. Each row is first reduced to its *design*: for a GEMM its tiles' time at efficiency 1 and
+its memory roof (from :func:`ddlsim.compute.gemm.gemm_parts`), for a memory-bound op its bytes
+over the bandwidth and its kernels; a trial model then predicts every row with a few array
+operations: ``launch + max(tiles / efficiency, memory)`` or ``kernels x floor + bytes /
+stream_efficiency``, plus the row's timing overhead. The search is a pattern search on the
+coefficients' logarithms (numpy only: no scipy), efficiencies capped at 1. The tiling a design
+fixes is the one the model picks at the efficiencies it was built with; :func:`fit` rebuilds
+the designs at the new coefficients and searches again (``rounds``).
+
+:func:`leave_one_gpu_out` refits without each GPU's rows (starting from :data:`START`, so a
+coefficient no other GPU's rows pin keeps its prior, not the full fit's value) and predicts the
+held-out rows with the full model at those coefficients.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from ddlsim.compute.gemm import ISSUE_BOUND, TIMINGS, GemmModel, gemm_parts
+from ddlsim.compute.gemm_check import MeasuredKernel, group_key, predict, summarise
+from ddlsim.compute.transformer_ops import op_bytes, op_kernels
+
+#: where the search starts, and the priors of coefficients a subset of rows does not pin:
+#: datasheet-level round figures (80% of peak in the main loop, 80% of DRAM bandwidth, a few
+#: microseconds a kernel, NeuSight's README's 25 us dispatch floor, tens of microseconds of
+#: Python for a compiled call's guards)
+START = GemmModel(
+    cuda_efficiency=0.8,
+    tensor_efficiency=0.75,
+    launch_s=4e-6,
+    stream_efficiency=0.8,
+    stream_launch_s=3e-6,
+    event_dispatch_s=25e-6,
+    issue_interval_s=3e-6,
+    host_sync_s=15e-6,
+    compiled_call_s=20e-6,
+)
+NAMES = tuple(f.name for f in fields(GemmModel))
+#: coefficients that are fractions of a peak (capped at 1)
+FRACTIONS = ("cuda_efficiency", "tensor_efficiency", "stream_efficiency")
+_FLOOR = 1e-8  # smallest value of a time coefficient (seconds): the search is on logarithms
+
+
+@dataclass(frozen=True)
+class Design:
+    """Every row's terms that do not depend on the coefficients, as arrays."""
+
+    gemm: np.ndarray  # bool: a GEMM row
+    tensor: np.ndarray  # bool: its tiles run on tensor cores
+    tiles_s: np.ndarray  # GEMM: tiles' seconds at efficiency 1
+    memory_s: np.ndarray  # GEMM: memory roof (seconds)
+    stream_s: np.ndarray  # memory-bound op: bytes / DRAM bandwidth (seconds)
+    kernels: np.ndarray  # memory-bound op: kernels per call
+    calls: np.ndarray
+    stat: np.ndarray  # index into TIMING_NAMES of the timing method's coefficient (-1: none)
+    issue: np.ndarray  # bool: back-to-back calls (the larger of kernel and issue interval)
+    compiled: np.ndarray  # bool: a host-timed torch.compile'd call
+    measured_s: np.ndarray
+    group: np.ndarray  # group index of each row
+
+
+TIMING_NAMES = tuple(sorted({v for v in TIMINGS.values() if v is not None}))
+
+
+def design(rows: Sequence[MeasuredKernel], model: GemmModel) -> Design:
+    """The rows' designs with the tilings ``model``'s efficiencies pick."""
+    n = len(rows)
+    cols = {k: np.zeros(n) for k in ("tiles_s", "memory_s", "stream_s", "kernels", "calls")}
+    gemm, tensor = np.zeros(n, bool), np.zeros(n, bool)
+    stat, group, issue = np.full(n, -1), np.zeros(n, int), np.zeros(n, bool)
+    compiled = np.zeros(n, bool)
+    groups: dict[tuple[str, ...], int] = {}
+    for i, r in enumerate(rows):
+        cols["calls"][i] = r.calls
+        name = TIMINGS[r.time_stat]
+        stat[i] = TIMING_NAMES.index(name) if name else -1
+        issue[i] = r.time_stat in ISSUE_BOUND
+        compiled[i] = r.compiled and name is not None
+        group[i] = groups.setdefault((*group_key(r), r.source), len(groups))
+        if r.is_gemm:
+            batch, m, n_, k = r.dims
+            parts = gemm_parts(m, n_, k, r.device, r.precision, batch=batch, model=model)
+            tensor[i] = _on_tensor_cores(r)
+            eff = model.tensor_efficiency if tensor[i] else model.cuda_efficiency
+            gemm[i] = True
+            cols["tiles_s"][i], cols["memory_s"][i] = parts.compute_s * eff, parts.memory_s
+        else:
+            rows_, c = r.dims
+            cols["stream_s"][i] = op_bytes(r.op, rows_, c, r.precision) / r.device.mem_bandwidth_Bps
+            cols["kernels"][i] = op_kernels(r.op)
+    measured = np.array([r.measured_us * 1e-6 for r in rows])
+    return Design(
+        gemm,
+        tensor,
+        stat=stat,
+        issue=issue,
+        compiled=compiled,
+        measured_s=measured,
+        group=group,
+        **cols,
+    )
+
+
+def _on_tensor_cores(row: MeasuredKernel) -> bool:
+    from ddlsim.compute.gemm import unit_peak
+
+    return unit_peak(row.device, row.precision)[1]
+
+
+def predict_design(d: Design, m: GemmModel) -> np.ndarray:
+    """Predicted seconds of every row of ``d`` under ``m`` (kernel + timing overhead)."""
+    eff = np.where(d.tensor, m.tensor_efficiency, m.cuda_efficiency)
+    gemm = m.launch_s + np.maximum(d.tiles_s / eff, d.memory_s)
+    stream = d.kernels * m.stream_launch_s + d.stream_s / m.stream_efficiency
+    overhead = np.array([getattr(m, name) for name in TIMING_NAMES] + [0.0])[d.stat]
+    overhead = overhead + d.compiled * m.compiled_call_s
+    kernel = np.where(d.gemm, gemm, stream)
+    return d.calls * np.where(d.issue, np.maximum(kernel, overhead), kernel + overhead)
+
+
+def objective(d: Design, m: GemmModel, mask: np.ndarray | None = None) -> float:
+    """Mean over groups of the mean |ln(predicted / measured)| of the rows in ``mask``."""
+    err = np.abs(np.log(predict_design(d, m) / d.measured_s))
+    sel = np.ones(len(err), bool) if mask is None else mask
+    groups = d.group[sel]
+    if not len(groups):
+        return 0.0
+    sums = np.bincount(groups, weights=err[sel])
+    counts = np.bincount(groups)
+    used = counts > 0
+    return float(np.mean(sums[used] / counts[used]))
+
+
+def _search(d: Design, start: GemmModel, mask: np.ndarray | None) -> GemmModel:
+    """Pattern search on the logarithms of the coefficients the rows in ``mask`` depend on."""
+    x = {k: float(np.log(max(v, _FLOOR))) for k, v in start.as_dict().items()}
+
+    def model(values: dict[str, float]) -> GemmModel:
+        out = {k: float(np.exp(v)) for k, v in values.items()}
+        return GemmModel(**{k: min(v, 1.0) if k in FRACTIONS else v for k, v in out.items()})
+
+    best = objective(d, model(x), mask)
+    step = float(np.log(2.0))
+    while step > 0.004:
+        improved = False
+        for name in NAMES:
+            for sign in (1.0, -1.0):
+                trial = {**x, name: x[name] + sign * step}
+                value = objective(d, model(trial), mask)
+                if value < best - 1e-9:
+                    x, best, improved = trial, value, True
+                    break
+        if not improved:
+            step /= 2
+    return model(x)
+
+
+def fit(
+    rows: Sequence[MeasuredKernel], start: GemmModel = START, rounds: int = 2
+) -> tuple[GemmModel, float]:
+    """The coefficients that minimise :func:`objective` over ``rows``, and its value."""
+    m = start
+    for _ in range(rounds):
+        d = design(rows, m)
+        m = _search(d, m, None)
+    d = design(rows, m)
+    return m, objective(d, m)
+
+
+def leave_one_gpu_out(
+    rows: Sequence[MeasuredKernel], model: GemmModel
+) -> tuple[dict[tuple[str, str, str], dict[str, Any]], dict[str, dict[str, float]]]:
+    """For each catalog GPU: the coefficients fitted without its rows (one search from
+    :data:`START` on the designs at ``model``'s tilings) and the statistics of its rows
+    predicted with them, per (GPU, precision, op)."""
+    d = design(rows, model)
+    gpus = np.array([r.device.id for r in rows])
+    stats: dict[tuple[str, str, str], dict[str, Any]] = {}
+    fitted: dict[str, dict[str, float]] = {}
+    for gpu in dict.fromkeys(gpus):
+        held = gpus == gpu
+        m = _search(d, START, ~held)
+        fitted[str(gpu)] = {k: float(f"{v:.5g}") for k, v in m.as_dict().items()}
+        results = [predict(r, m) for r, h in zip(rows, held, strict=True) if h]
+        for s in summarise(results):
+            stats[(s["gpu"], s["precision"], s["op"])] = s
+    return stats, fitted

@@ -1,0 +1,177 @@
+"""A transformer's memory-bound passes and FlashAttention: the kernels besides its GEMMs.
+
+**Passes over memory.** LayerNorm, RMSNorm, softmax, GELU, SiLU-and-mul, dropout, residual
+adds, RoPE and the embedding gather do a few FLOPs per element: their time is the bytes they
+move over the DRAM bandwidth the element-wise kernels achieve (``stream_efficiency``, fitted)
+plus a floor per kernel (``stream_launch_s``, fitted; :mod:`ddlsim.compute.gemm`'s model file).
+What each moves is counted as in :mod:`ddlsim.compute.passes`: *passes* over the op's tensor
+(``rows x cols`` elements at the precision's width), reads and writes, forward and backward
+(:data:`PASSES`), plus the small tensors named in :func:`op_bytes` (LayerNorm's weights and
+statistics, dropout's 1-byte mask, the embedding table's rows). An unfused op is one kernel per
+step (:data:`UNFUSED_KERNELS`: scale, mask and softmax as three kernels read and write the
+scores three times); fused, one kernel reads each input once and writes each output once.
+
+**FlashAttention** (:func:`flash_attention_s`) never writes the ``s x s`` scores: one fused
+kernel at a paper's fraction of the tensor-core peak (:data:`FLASH_EFFICIENCY`), its backward
+recomputing the scores (2.5x the forward FLOPs; Dao et al. 2022).
+"""
+
+from __future__ import annotations
+
+from ddlsim.compute.gemm import (
+    ELEM_BYTES,
+    GemmModel,
+    check_precision,
+    default_gemm_model,
+    unit_peak,
+)
+from ddlsim.errors import ConfigError
+from ddlsim.system.specs import DeviceSpec
+
+#: op -> ((reads, writes) forward, (reads, writes) backward), in passes over the op's input
+#: tensor (SiLU-and-mul's input is twice as wide as its output: half a pass written). A norm
+#: reads x and writes y; its backward reads dy and x for dx, and again for the weight
+#: gradients (PyTorch's LayerNorm backward: two kernels). Softmax's backward reads y and dy.
+#: An activation's backward reads dy and its input. A binary op (add, mul, div, pow) reads two
+#: operands; a unary one (relu, tanh, the ``u`` ops: a tensor and a scalar) one. A residual
+#: add's backward is the sum of the two gradients of the fan-out (passes.py's count). RoPE
+#: rotates q and k in place. The embedding gather reads the rows it writes; its backward adds
+#: dy into the table.
+PASSES = {
+    "layernorm": ((1, 1), (4, 1)),
+    "rmsnorm": ((1, 1), (4, 1)),
+    "softmax": ((1, 1), (2, 1)),
+    "gelu": ((1, 1), (2, 1)),
+    "silu_and_mul": ((1, 0.5), (1.5, 1)),
+    "dropout": ((1, 1), (1, 1)),
+    "add": ((2, 1), (2, 1)),
+    "mul": ((2, 1), (3, 2)),
+    "div": ((2, 1), (3, 2)),
+    "pow": ((2, 1), (2, 1)),
+    "addu": ((1, 1), (1, 1)),
+    "mulu": ((1, 1), (1, 1)),
+    "divu": ((1, 1), (1, 1)),
+    "powu": ((1, 1), (2, 1)),
+    "relu": ((1, 1), (2, 1)),
+    "tanh": ((1, 1), (2, 1)),
+    "rope": ((1, 1), (1, 1)),
+    "embedding": ((1, 1), (2, 1)),
+}
+#: kernels an op is unfused into: scale, mask (added), softmax -- each reads and writes the scores
+UNFUSED_KERNELS = {"softmax": 3}
+DIRECTIONS = ("fwd", "bwd")
+#: fraction of the tensor-core peak FlashAttention's kernels sustain (forward, backward), by
+#: version. Paper constants, not fitted: FA1 25-40% of A100 peak (Dao 2023, sec. 1: "only
+#: 25-40%"), midpoint; FA2 50-73% forward (Dao 2023), midpoint, and its backward lower (the
+#: paper's backward tops out near the bottom of that range: 0.50); FA3 ~75% on H100 fp16
+#: (Shah et al. 2024: 740 of 989 TFLOP/s), its backward taken as FA2's ratio of backward to
+#: forward (0.50 / 0.615).
+FLASH_EFFICIENCY = {1: (0.325, 0.265), 2: (0.615, 0.50), 3: (0.75, 0.61)}
+#: the oldest architecture each FlashAttention version runs on (FA1: sm_75 Turing and sm_80;
+#: FA2: sm_80+; FA3: sm_90 Hopper only)
+FLASH_ARCHS = {1: ("turing", "ampere"), 2: ("ampere", "hopper"), 3: ("hopper",)}
+#: FlashAttention's backward recomputes the scores: 2.5x the forward FLOPs (transformer facts 4.1)
+FLASH_BACKWARD_FLOPS = 2.5
+
+
+def op_bytes(
+    op: str, rows: int, cols: int, precision: str, direction: str = "fwd", fused: bool = True
+) -> float:
+    """DRAM bytes of ``op`` over a ``rows x cols`` tensor at ``precision`` in ``direction``:
+    its passes (:data:`PASSES`, x :data:`UNFUSED_KERNELS` unfused) plus LayerNorm's weights
+    and fp32 statistics, dropout's 1-byte mask, the embedding's token ids."""
+    if op not in PASSES:
+        raise ConfigError(f"unknown memory-bound op {op!r}; valid: {', '.join(PASSES)}")
+    if direction not in DIRECTIONS:
+        raise ConfigError(f"unknown direction {direction!r}; valid: {', '.join(DIRECTIONS)}")
+    p = ELEM_BYTES[precision]
+    reads, writes = PASSES[op][DIRECTIONS.index(direction)]
+    kernels = 1 if fused else UNFUSED_KERNELS.get(op, 1)
+    moved = kernels * (reads + writes) * rows * cols * p
+    if op in ("layernorm", "rmsnorm"):
+        moved += 2 * cols * p + 2 * rows * 4  # weights (gamma, beta) + mean / rstd in fp32
+    if op == "dropout":
+        moved += rows * cols  # the 1-byte keep mask: written forward, read backward
+    if op == "embedding":
+        moved += rows * 8  # int64 token ids
+    return float(moved)
+
+
+def op_kernels(op: str, fused: bool = True) -> int:
+    """Kernels ``op`` launches in one direction."""
+    return 1 if fused else UNFUSED_KERNELS.get(op, 1)
+
+
+def memory_op_s(
+    op: str,
+    rows: int,
+    cols: int,
+    device: DeviceSpec,
+    precision: str = "fp16",
+    *,
+    direction: str = "fwd",
+    fused: bool = True,
+    model: GemmModel | None = None,
+) -> float:
+    """Seconds of a memory-bound ``op`` (:data:`PASSES`) over ``rows x cols`` elements:
+    bytes / (DRAM bandwidth x ``stream_efficiency``) + a floor per kernel."""
+    check_precision(device, precision)
+    m = model or default_gemm_model()
+    moved = op_bytes(op, rows, cols, precision, direction, fused)
+    stream_Bps = device.mem_bandwidth_Bps * m.stream_efficiency
+    return op_kernels(op, fused) * m.stream_launch_s + moved / stream_Bps
+
+
+def flash_version(device: DeviceSpec, version: int | None = None) -> int:
+    """The FlashAttention version that runs on ``device`` (default: the newest it supports);
+    :class:`ConfigError` naming the combination where it does not run."""
+    if version is None:
+        for v in (3, 2, 1):
+            if device.arch in FLASH_ARCHS[v]:
+                return v
+        raise ConfigError(f"FlashAttention on {device.id} ({device.arch}): needs Turing or later")
+    if version not in FLASH_ARCHS:
+        raise ConfigError(f"unknown FlashAttention version {version!r}; valid: 1, 2, 3")
+    if device.arch not in FLASH_ARCHS[version]:
+        raise ConfigError(
+            f"FlashAttention {version} on {device.id} ({device.arch}): runs on "
+            f"{', '.join(FLASH_ARCHS[version])} only"
+        )
+    return version
+
+
+def flash_attention_s(
+    batch: int,
+    heads: int,
+    seq: int,
+    head_dim: int,
+    device: DeviceSpec,
+    precision: str = "fp16",
+    *,
+    direction: str = "fwd",
+    causal: bool = False,
+    version: int | None = None,
+    model: GemmModel | None = None,
+) -> float:
+    """Seconds of FlashAttention (one fused kernel) over ``batch x heads`` sequences of ``seq``
+    tokens with ``head_dim``: forward FLOPs 4.b.h.s^2.d (QK^T and PV; halved when ``causal``:
+    the kernel skips the masked tiles), x2.5 backward, at :data:`FLASH_EFFICIENCY` of the
+    tensor-core peak; never under q, k, v, o (and their gradients) once through DRAM."""
+    if precision not in ("fp16", "bf16", "fp8"):
+        raise ConfigError(f"FlashAttention at {precision}: it runs fp16 / bf16 (fp8: FA3)")
+    check_precision(device, precision)
+    if precision == "fp8" and version not in (None, 3):
+        raise ConfigError(f"FlashAttention {version} at fp8: only FlashAttention 3 has fp8")
+    v = flash_version(device, version)
+    if direction not in DIRECTIONS:
+        raise ConfigError(f"unknown direction {direction!r}; valid: {', '.join(DIRECTIONS)}")
+    peak, _ = unit_peak(device, precision)
+    flops = 4.0 * batch * heads * seq * seq * head_dim * (0.5 if causal else 1.0)
+    bwd = direction == "bwd"
+    if bwd:
+        flops *= FLASH_BACKWARD_FLOPS
+    efficiency = FLASH_EFFICIENCY[v][1 if bwd else 0]
+    m = model or default_gemm_model()
+    tensors = (8 if bwd else 4) * batch * heads * seq * head_dim * ELEM_BYTES[precision]
+    memory = tensors / (device.mem_bandwidth_Bps * m.stream_efficiency)
+    return m.launch_s + max(flops / (efficiency * peak), memory)
