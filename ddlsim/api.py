@@ -17,6 +17,11 @@ from typing import Any
 from ddlsim.calibration import network as netcal_file
 from ddlsim.calibration import use as calibration_use
 from ddlsim.comm.base import CommModel
+from ddlsim.compute.utilization import (
+    hardware_flops_per_token,
+    model_flops_per_token,
+    utilization,
+)
 from ddlsim.config import record as reproduce
 from ddlsim.config.groups import JobConfig, SimulationConfig, SystemConfig, job
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
@@ -129,7 +134,7 @@ def predict_job(job: JobConfig) -> Prediction:
     options = sim_options(job.simulation)
     setup = prepare(job)
     sim = setup.simulate(options)
-    batch = setup.strategy.batch_per_gpu
+    batch = setup.strategy.batch_per_gpu * job.execution.grad_accum  # samples per step
     if setup.cluster.n_gpus == 1 and not options.slowdown and not options.jitter_sigma:
         single = sim  # the run is its own 1-GPU baseline: efficiency exactly 1
     else:
@@ -150,12 +155,13 @@ def predict_job(job: JobConfig) -> Prediction:
             **describe(job, setup, options),
             "epochs": w.epochs,
             "dataset_images": w.dataset_images,
+            **_transformer_inputs(job, setup, ips),
         },
         comm_ops=_comm_ops(sim, setup.comm),
         sim=sim,
         setup=setup,
     )
-    failures = job.resilience()
+    failures = job.resilience(setup.optimizer)
     if failures is None:
         return prediction
     return dataclasses.replace(prediction, resilience=from_prediction(prediction, failures))
@@ -285,6 +291,40 @@ def _single_gpu(setup: Setup, input_s: float) -> SimResult:
     dag = build_dag(setup.workload, alone, input_time_s=input_s, with_comm=False)
     comm_model = resolve_comm(Strategy(), one)
     return simulate(dag, one, comm_model, options=SimOptions(measured_iterations=2))
+
+
+def _transformer_inputs(job: JobConfig, setup: Setup, samples_per_s: float) -> dict[str, Any]:
+    """A transformer's own inputs and figures: sequence length, micro-steps, numerics, the
+    optimizer, tokens/s, MFU / HFU and the memory per GPU (empty for a CNN)."""
+    cfg, need = setup.transformer, setup.memory
+    if cfg is None or need is None:
+        return {}
+    spec = setup.workload.model
+    numerics = setup.workload.profile.provenance.get("numerics", {})
+    tokens_per_gpu_s = samples_per_s * cfg.seq / setup.cluster.n_gpus
+    blocks = cfg.layers + cfg.decoder_layers
+    model_fpt = model_flops_per_token(spec.n_params, blocks, cfg.hidden, cfg.seq)
+    recompute = bool(numerics.get("activation_checkpointing"))
+    hw_fpt = hardware_flops_per_token(
+        spec.n_params, blocks, cfg.hidden, cfg.seq, recompute=recompute
+    )
+    gemm = numerics.get("gemm_precision", "fp32")
+    device = setup.cluster.device
+    return {
+        "transformer": {
+            "seq_len": cfg.seq,
+            "params": spec.n_params,
+            "grad_accum": job.execution.grad_accum,
+            "micro_batch": setup.strategy.batch_per_gpu,
+            "optimizer": setup.optimizer,
+            "numerics": numerics,
+            "tokens_per_sec": samples_per_s * cfg.seq,
+            "model_flops_per_token": model_fpt,
+            "mfu": utilization(tokens_per_gpu_s, model_fpt, device, gemm),
+            "hfu": utilization(tokens_per_gpu_s, hw_fpt, device, gemm),
+            "memory": need.to_dict(),
+        }
+    }
 
 
 def _comm_ops(sim: SimResult, comm: CommModel) -> list[dict[str, Any]]:

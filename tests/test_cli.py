@@ -113,7 +113,7 @@ def _write_bad_calibrations(folder: Path) -> None:
 #: substrings the one error line must contain)
 BAD_INPUTS: list[tuple[str, list[str], list[str]]] = [
     # unknown names: the bad name and every valid one
-    ("model", ["--model", "resnet51"], ["'resnet51'", *MODEL_NAMES]),
+    ("model", ["--model", "resnet51"], ["'resnet51'", "nearest", "resnet50"]),
     ("gpu", ["--gpu", "gtx1080"], ["'gtx1080'", *catalog.device_names()]),
     (
         "intra-node",

@@ -158,6 +158,8 @@ def _outside(knob):
         "seed": ({"engine": "fast"}, 3),
         "max_events": ({"engine": "fast"}, 1e6),
         "mc_seed": ({"mc_draws": 0}, 5),
+        "activation_checkpointing": ({"resolved_model": "resnet50"}, True),
+        "attention": ({"resolved_model": "resnet50"}, "flash"),
     }
     if knob.name in cases:
         return cases[knob.name]
@@ -178,6 +180,8 @@ def test_a_flag_without_effect_is_named_once(knob):
         inputs = {"nodes": facts["nodes"]}
     if "resolved_gpu" in facts:  # as a prediction's inputs state it
         inputs = {"nodes": 2, "gpu": facts["resolved_gpu"], "precision": "fp32"}
+    if "resolved_model" in facts:
+        inputs = {"nodes": 2, "model": facts["resolved_model"]}
     messages = [m for m in inapplicable([(kwargs, inputs)]) if m.startswith(knob.flag + " ")]
     assert len(messages) == 1 and knob.applies.scope in messages[0]
 

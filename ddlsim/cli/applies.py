@@ -25,7 +25,8 @@ Config = Mapping[str, Any]
 
 def resolved_facts(inputs: Config | None) -> dict[str, Any]:
     """What the rules read of a resolved job (a prediction's ``inputs`` or a sweep row):
-    ``nodes`` and ``tf32_in_play``; empty for a job that did not resolve (every rule then
+    ``nodes``, ``tf32_in_play`` and ``transformer``; empty for a job that did not resolve (every
+    rule then
     counts as applying: the error names what is wrong)."""
     if not inputs:
         return {}
@@ -35,6 +36,11 @@ def resolved_facts(inputs: Config | None) -> dict[str, Any]:
         out["nodes"] = inputs["nodes"]
     elif gpus and per_node:
         out["nodes"] = -(-int(gpus) // int(per_node))
+    model = inputs.get("model")
+    if model is not None:  # the resolved name: the zoo's, or a model file's (transformer)
+        from ddlsim.workload.transformers.zoo import TRANSFORMER_NAMES
+
+        out["transformer"] = bool(inputs.get("transformer")) or model in TRANSFORMER_NAMES
     if inputs.get("gpu") and inputs.get("precision"):
         out["tf32_in_play"] = _tf32_in_play(str(inputs["gpu"]), str(inputs["precision"]))
     return out

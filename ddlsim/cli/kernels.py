@@ -135,7 +135,9 @@ def _transformer_file(path: str) -> bool:
     import csv
 
     from ddlsim.compute.gemm_check import is_transformer_file
+    from ddlsim.inputs import KERNELS_CSV_MAX_BYTES, check_input
 
+    check_input(path, "kernel file", KERNELS_CSV_MAX_BYTES)  # a regular file: a FIFO never opens
     try:
         with open(path, encoding="utf-8-sig", newline="") as f:
             header = next(csv.reader(f), [])

@@ -6,6 +6,7 @@ from typing import Any
 
 from ddlsim.api import Prediction
 from ddlsim.cli.report_failures import failure_lines
+from ddlsim.cli.report_transformer import transformer_lines
 from ddlsim.config.track_record import format_absolute_line, format_line
 from ddlsim.resolve.prepare import HOST_DECODE_IMAGES_PER_S_PER_THREAD
 from ddlsim.workload.ttt import format_duration
@@ -137,6 +138,11 @@ def _network_calibration_lines(cal: dict[str, Any] | None) -> list[str]:
     ]
 
 
+def _unit(inputs: dict[str, Any]) -> str:
+    """What one sample is: an image for a CNN, a sequence for a transformer."""
+    return "samples" if inputs.get("transformer") else "images"
+
+
 def format_prediction(p: Prediction) -> str:
     """Multi-line text report: throughput, breakdown, assumptions."""
     i = p.inputs
@@ -148,12 +154,12 @@ def format_prediction(p: Prediction) -> str:
         f"ddlsim prediction: {i['model']} on {i['n_gpus']} x {i['gpu']} "
         f"({_count(i['nodes'], 'node')} x {_count(i['local_gpus'], 'GPU')}), {i['comm']}",
         "",
-        f"  throughput          {p.images_per_sec:12.1f} images/s",
+        f"  throughput          {p.images_per_sec:12.1f} {_unit(i)}/s",
         f"  iteration time      {_ms(it)}",
         f"  scaling efficiency  {100 * p.scaling_efficiency:11.1f} %   "
-        f"(1 GPU: {p.single_gpu_images_per_sec:.1f} images/s)",
+        f"(1 GPU: {p.single_gpu_images_per_sec:.1f} {_unit(i)}/s)",
         f"  time to train       {format_duration(p.time_to_train_s):>12}   "
-        f"({i['epochs']:g} epochs x {i['dataset_images']:,} images, no failures)",
+        f"({i['epochs']:g} epochs x {i['dataset_images']:,} {_unit(i)}, no failures)",
         "",
         "  where the iteration goes",
         f"    compute                     {_ms(b['compute_s'])}  "
@@ -175,6 +181,7 @@ def format_prediction(p: Prediction) -> str:
             f"    input pipeline stall        {_ms(b['input_stall_s'])}  "
             f"{100 * b['input_stall_s'] / it:5.1f} %"
         )
+    lines += transformer_lines(i)
     lines += failure_lines(p.resilience)
     n_ops = len(p.comm_ops)
     total_bytes = sum(op["nbytes"] for op in p.comm_ops)

@@ -186,9 +186,9 @@ class JobConfig:
         """A copy with some flat keywords changed (checked again)."""
         return JobConfig.from_kwargs(**{**self.kwargs(), **kwargs})
 
-    def resilience(self) -> ResilienceConfig | None:
+    def resilience(self, optimizer: str | None = None) -> ResilienceConfig | None:
         """The failure model's inputs in SI units (None when ``node_mtbf_hours`` is 0: no
-        failures)."""
+        failures); ``optimizer`` the one the job resolved to (its ``auto``)."""
         w, s, e, sim = self.workload, self.system, self.execution, self.simulation
         if not s.node_mtbf_hours:
             return None
@@ -203,7 +203,7 @@ class JobConfig:
         return ResilienceConfig(
             node_mtbf_s=s.node_mtbf_hours * HOUR_S,
             recovery=e.recovery,
-            optimizer=w.optimizer,
+            optimizer=optimizer or w.optimizer,
             checkpoint_write_Bps=s.checkpoint_write_GBps * 1e9,
             checkpoint_time_s=s.checkpoint_time_s,
             checkpoint_bytes=None if w.checkpoint_GB is None else w.checkpoint_GB * 1e9,

@@ -43,6 +43,12 @@ MAX_JITTER_SIGMA = 1.0
 MAX_SLOWDOWN = 100.0
 #: largest mini-batch per GPU
 MAX_BATCH = 65536
+#: longest sequence accepted: a million tokens, beyond any published training context
+MAX_SEQ_LEN = 1 << 20
+#: a transformer's attention kernels (the ``attention`` knob)
+ATTENTIONS = ("auto", "flash", "unfused")
+#: most micro-steps per optimizer step (gradient accumulation)
+MAX_GRAD_ACCUM = 65536
 #: largest number of parameter-server tasks
 MAX_PS = 100_000
 

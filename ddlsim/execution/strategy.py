@@ -38,7 +38,10 @@ from ddlsim.execution.schedules import (
 )
 from ddlsim.units import MiB
 
-PRECISIONS = ("fp32", "amp")
+#: compute precisions: fp32 (TF32 on Ampere+ unless tf32 is off), amp (fp16 mixed
+#: precision), bf16 (bf16 mixed precision: Ampere+), fp8 (fp8 GEMMs, Transformer Engine:
+#: Hopper+); bf16 and fp8 are modelled for transformers
+PRECISIONS = ("fp32", "amp", "bf16", "fp8")
 DATA_KINDS = ("synthetic", "real")
 #: who decodes real data: the host CPUs (tf.data / framework readers) or the GPUs (NVIDIA DALI)
 INPUT_PIPELINES = ("host", "dali")

@@ -24,7 +24,7 @@ from ddlsim.resilience.daly import (
 )
 from ddlsim.resilience.elastic import elastic_expectation
 from ddlsim.resilience.job import Costs, Job, job_mtbf_s, resolve
-from ddlsim.resilience.state import OPTIMIZER_STATE_WORDS, checkpoint_bytes
+from ddlsim.resilience.state import OPTIMIZER_STATE_WORDS, bytes_per_param, checkpoint_bytes
 
 
 @dataclass(frozen=True)
@@ -178,7 +178,10 @@ def job_from_prediction(prediction: Any, optimizer: str = "momentum") -> Job:
         device = catalog.device(i["gpu"])
         host_GBps = i.get("host_bandwidth_GBps")
         host_Bps = device.mem_bandwidth_Bps / 2 if host_GBps is None else host_GBps * 1e9
-    state = checkpoint_bytes(i["model"], i["precision"], optimizer)
+    if setup is not None:  # the resolved model (a CNN of the zoo or a transformer)
+        state = setup.workload.model.n_params * bytes_per_param(optimizer, i["precision"])
+    else:
+        state = checkpoint_bytes(i["model"], i["precision"], optimizer)
     return Job(
         work_s=prediction.time_to_train_s,
         nodes=nodes,

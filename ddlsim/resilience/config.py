@@ -88,7 +88,7 @@ MAX_MC_DRAWS = 10_000_000
 MAX_TIME_S = 100 * 365 * 24 * HOUR_S
 
 RECOVERIES = ("restart", "elastic")
-OPTIMIZERS = ("sgd", "momentum", "adam")
+OPTIMIZERS = ("sgd", "momentum", "adam", "adamw", "lamb")
 
 
 def _real(value: object) -> bool:

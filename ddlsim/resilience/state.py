@@ -31,13 +31,15 @@ from ddlsim.workload.zoo import get_model
 #: bytes of master weights per parameter (fp32 under both precisions)
 WEIGHT_BYTES = 4
 #: bytes of optimizer state per parameter (fp32 slots)
-OPTIMIZER_STATE_BYTES = {"sgd": 0, "momentum": 4, "adam": 8}
-PRECISIONS = ("fp32", "amp")
+OPTIMIZER_STATE_BYTES = {"sgd": 0, "momentum": 4, "adam": 8, "adamw": 8, "lamb": 8}
+PRECISIONS = ("fp32", "amp", "bf16", "fp8")
 #: what the state holds, for reports
 OPTIMIZER_STATE_WORDS = {
     "sgd": "fp32 weights",
     "momentum": "fp32 weights + momentum",
     "adam": "fp32 weights + Adam moments",
+    "adamw": "fp32 weights + AdamW moments",
+    "lamb": "fp32 weights + LAMB moments",
 }
 
 

@@ -17,34 +17,72 @@ from ddlsim.calibration import restack
 from ddlsim.calibration import use as calibration_use
 from ddlsim.calibration.profile import ModelProfile
 from ddlsim.calibration.store import Choice, find_profile_and_choice
+from ddlsim.calibration.transformer import Step, transformer_profile
+from ddlsim.compute.gemm import check_precision
 from ddlsim.compute.stack import Stack
 from ddlsim.compute.stack import resolve as resolve_stack
+from ddlsim.compute.transformer_ops import flash_version
+from ddlsim.compute.transformer_step import Numerics
 from ddlsim.config.groups import ExecutionConfig, WorkloadConfig
+from ddlsim.errors import ConfigError
 from ddlsim.execution.strategy import Strategy
 from ddlsim.system.specs import Cluster, DeviceSpec
 from ddlsim.workload.layers import ModelSpec
+from ddlsim.workload.transformers.config import TransformerConfig
+from ddlsim.workload.transformers.load import load_model_config
+from ddlsim.workload.transformers.memory import Memory, memory
+from ddlsim.workload.transformers.spec import transformer_spec
+from ddlsim.workload.transformers.zoo import TRANSFORMER_NAMES, get_transformer
 from ddlsim.workload.workload import Workload
+from ddlsim.workload.zoo.aliases import canonical
+
+#: a transformer's micro-batch per GPU where the job states none (a CNN's is 64)
+DEFAULT_TRANSFORMER_BATCH = 8
 
 
 @dataclass(frozen=True)
 class Names:
     """The workload's names as resolved: a given calibration file's defaults for what the job
-    leaves None (``file``: that file, read), else ddlsim's."""
+    leaves None (``file``: that file, read), else ddlsim's; ``transformer`` the model's
+    definition where it is a transformer (the zoo's or the ``model_config`` file's, at the
+    job's sequence length)."""
 
     model: str
     gpu: str
     batch: int
     precision: str
     file: ModelProfile | None
+    transformer: TransformerConfig | None = None
 
 
 def resolve_names(w: WorkloadConfig, gpu: str | None) -> Names:
-    """Model, GPU, batch and precision of the job (:mod:`ddlsim.calibration.use`)."""
-    file_prof = profile_io.load(w.calibration) if w.calibration is not None else None
-    model, gpu, batch, precision = calibration_use.resolve_defaults(
-        file_prof, w.calibration, model=w.model, gpu=gpu, batch=w.batch, precision=w.precision
-    )
-    return Names(model, gpu, batch, precision, file_prof)
+    """Model, GPU, batch and precision of the job (:mod:`ddlsim.calibration.use`); a model
+    name in any accepted spelling (:func:`ddlsim.workload.zoo.aliases.canonical`)."""
+    model = canonical(w.model) if w.model is not None else None
+    cfg = None
+    if w.model_config is not None:
+        if model is not None:
+            raise ConfigError("--model-config describes the model: drop --model")
+        cfg = load_model_config(w.model_config)
+    elif model is not None and model in TRANSFORMER_NAMES:
+        cfg = get_transformer(model)
+    if cfg is None:
+        if w.seq_len is not None:
+            raise ConfigError(f"--seq-len applies to transformer models, not {model or 'resnet50'}")
+        file_prof = profile_io.load(w.calibration) if w.calibration is not None else None
+        model, gpu, batch, precision = calibration_use.resolve_defaults(
+            file_prof, w.calibration, model=model, gpu=gpu, batch=w.batch, precision=w.precision
+        )
+        return Names(model, gpu, batch, precision, file_prof)
+    if w.calibration is not None:
+        raise ConfigError(
+            "a transformer is timed by ddlsim's per-layer model: --calibration files hold a "
+            "CNN's measured layers; drop --calibration"
+        )
+    if w.seq_len is not None:
+        cfg = replace(cfg, seq_len=w.seq_len)  # checked against its positions
+    batch = DEFAULT_TRANSFORMER_BATCH if w.batch is None else w.batch
+    return Names(cfg.name, gpu or "p100", batch, w.precision or "fp32", None, cfg)
 
 
 @dataclass(frozen=True)
@@ -117,3 +155,83 @@ def _with_provenance(prof: ModelProfile, single_ips: float) -> ModelProfile:
         "base": prof.provenance,
     }
     return replace(prof, provenance=provenance)
+
+
+def optimizer_of(w: WorkloadConfig, transformer: bool) -> str:
+    """The job's optimizer: ``auto`` is momentum SGD for the CNN zoo, AdamW for transformers."""
+    if w.optimizer != "auto":
+        return w.optimizer
+    return "adamw" if transformer else "momentum"
+
+
+def transformer_numerics(
+    cfg: TransformerConfig, x: ExecutionConfig, device: DeviceSpec, precision: str, tf32: bool
+) -> Numerics:
+    """How a transformer's kernels run for the job: GEMM and pass precisions, the attention
+    kernel (``auto``: flash for causal decoders in PyTorch at fp16 / bf16 where the GPU runs
+    it), a fused softmax (XLA), activation checkpointing. A combination the GPU cannot run
+    (bf16 before Ampere, fp8 before Hopper, FlashAttention 2 on Volta) is a ConfigError."""
+    if precision == "fp32":
+        gemm = "tf32" if tf32 and device.peak_tf32_flops is not None else "fp32"
+        passes = "fp32"
+    else:
+        gemm = {"amp": "fp16", "bf16": "bf16", "fp8": "fp8"}[precision]
+        passes = "bf16" if precision == "fp8" else gemm
+    check_precision(device, gemm)
+    half = passes in ("fp16", "bf16")
+    if x.attention == "flash":
+        if not half:
+            raise ConfigError(
+                f"FlashAttention runs fp16 / bf16: use --precision amp or bf16, not {precision}"
+            )
+        flash_version(device)  # refuses a GPU it does not run on
+        flash = True
+    elif x.attention == "auto":
+        runs = device.arch in ("turing", "ampere", "hopper", "blackwell")
+        flash = cfg.causal and x.framework == "pytorch" and half and runs
+    else:
+        flash = False
+    return Numerics(
+        gemm_precision=gemm,
+        pass_precision=passes,
+        flash=flash,
+        fused_softmax=x.fusion == "xla",
+        causal=cfg.causal,
+        checkpointing=x.activation_checkpointing,
+    )
+
+
+def resolve_transformer_compute(
+    w: WorkloadConfig, x: ExecutionConfig, names: Names, cluster: Cluster, strategy: Strategy
+) -> tuple[Compute, Memory]:
+    """The transformer of ``names`` timed on ``cluster``'s GPU by the per-layer model, and
+    the memory its step needs per GPU; a step that does not fit is a ConfigError naming the
+    need and the capacity."""
+    cfg = names.transformer
+    assert cfg is not None
+    device = cluster.device
+    numerics = transformer_numerics(cfg, x, device, strategy.precision, w.tf32)
+    optimizer = optimizer_of(w, transformer=True)
+    step = Step(strategy.batch_per_gpu, cfg.seq, x.grad_accum, numerics, optimizer,
+                mixed=strategy.precision != "fp32")  # fmt: skip
+    spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1)
+    prof = transformer_profile(cfg, spec, device, step, strategy.precision)
+    exchange = "ddp" if strategy.comm == "ddp" else "horovod" if strategy.is_horovod else ""
+    need = memory(
+        cfg, step.batch, step.seq, n_params=spec.n_params, capacity_bytes=device.memory_bytes,
+        mixed=step.mixed, optimizer=optimizer, flash=numerics.flash,
+        checkpointing=numerics.checkpointing, exchange=exchange,
+        fusion_bytes=strategy.fusion_threshold_bytes,
+    )  # fmt: skip
+    if not need.fits:
+        raise ConfigError(
+            f"{cfg.name} at micro-batch {step.batch} x {step.seq} tokens does not fit a "
+            f"{device.id}: it needs {need.total_bytes / 1e9:.1f} GB per GPU (activations "
+            f"{need.activations_bytes / 1e9:.1f}, weights, gradients and optimizer "
+            f"{(need.params_bytes + need.grads_bytes + need.optimizer_bytes) / 1e9:.1f}), the "
+            f"GPU has {need.capacity_bytes / 1e9:.1f} GB; try a smaller --batch, "
+            "--activation-checkpointing or --attention flash"
+        )
+    workload = Workload.build(spec, prof)
+    stack = Stack(x.framework, "nhwc", x.fusion or "none")
+    return Compute(workload, None, None, stack), need

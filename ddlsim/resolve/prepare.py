@@ -25,14 +25,19 @@ from ddlsim.execution.dag import DiGraph, build_dag
 from ddlsim.execution.horovod import Coordination
 from ddlsim.execution.strategy import Strategy
 from ddlsim.resolve.calibration import (  # noqa: F401  (tf32_applies, job_stack: imported from here)
+    Names,
     job_stack,
+    optimizer_of,
     resolve_compute,
     resolve_names,
+    resolve_transformer_compute,
     tf32_applies,
 )
 from ddlsim.resolve.execution import resolve_comm, resolve_strategy
 from ddlsim.resolve.system import resolve_system
 from ddlsim.system.specs import Cluster
+from ddlsim.workload.transformers.config import TransformerConfig
+from ddlsim.workload.transformers.memory import Memory
 from ddlsim.workload.workload import Workload
 from ddlsim.workload.zoo import get_model
 
@@ -60,6 +65,11 @@ class Setup:
     calibration_choice: Choice | None = None
     #: the software stack the compute is timed for (:mod:`ddlsim.compute.stack`)
     stack: Stack | None = None
+    #: a transformer's definition (None for a CNN) and the memory its step needs per GPU
+    transformer: TransformerConfig | None = None
+    memory: Memory | None = None
+    #: the optimizer the job runs (``auto`` resolved)
+    optimizer: str = "momentum"
 
     def simulate(self, options: SimOptions | None = None) -> SimResult:
         """Run the engine on this configuration."""
@@ -81,7 +91,9 @@ def prepare(job: JobConfig) -> Setup:
 
 def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     names = resolve_names(w, s.gpu)
-    spec = get_model(names.model)
+    transformer = names.transformer is not None
+    if not transformer:
+        _cnn_only(names, x)
     cluster = resolve_system(s, names.gpu, nccl=x.comm in NCCL_METHODS)
     strategy = resolve_strategy(
         x, cluster, batch=names.batch, precision=names.precision, data=w.data
@@ -91,7 +103,11 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
             f"GPU {cluster.device.id!r} has no fast fp16 path; mixed precision (amp) is not "
             "modelled for it: use --precision fp32"
         )
-    compute = resolve_compute(w, x, spec, names, cluster, strategy)
+    need = None
+    if transformer:
+        compute, need = resolve_transformer_compute(w, x, names, cluster, strategy)
+    else:
+        compute = resolve_compute(w, x, get_model(names.model), names, cluster, strategy)
     workload = compute.workload
     comm_model = resolve_comm(strategy, cluster, workload.tensor_bytes(strategy.grad_dtype))
     node_rate = host_input_rate(cluster, s.host_input_images_per_s)
@@ -106,8 +122,19 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     )
     return Setup(
         workload, cluster, strategy, comm_model, dag, input_s, compute.source, compute.choice,
-        compute.stack,
+        compute.stack, names.transformer, need, optimizer_of(w, transformer),
     )  # fmt: skip
+
+
+def _cnn_only(names: Names, x: ExecutionConfig) -> None:
+    """Refuse what is modelled for transformers only, on a CNN."""
+    if names.precision in ("bf16", "fp8"):
+        raise ConfigError(
+            f"precision {names.precision} is modelled for transformers; {names.model} runs "
+            "fp32 or amp"
+        )
+    if x.grad_accum > 1:
+        raise ConfigError(f"--grad-accum is modelled for transformers, not {names.model}")
 
 
 def host_input_rate(cluster: Cluster, override: float | None) -> float:

@@ -31,6 +31,8 @@ class LayerKind(enum.Enum):
     CONCAT = "concat"  # inception concatenation
     DROPOUT = "dropout"
     LOSS = "loss"  # softmax cross-entropy
+    EMBEDDING = "embedding"  # a transformer's embedding stage (or gradient accumulation's)
+    BLOCK = "block"  # one transformer block: attention and MLP
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from ddlsim.calibration.use import DEFAULT_BATCH_PER_GPU
 from ddlsim.config.checks import Range, Vocabulary, optional
 from ddlsim.config.knob import (
     MAX_BATCH,
+    MAX_SEQ_LEN,
     WITH_FAILURES,
     Applies,
     Knob,
@@ -14,6 +15,7 @@ from ddlsim.config.knob import (
 )
 from ddlsim.execution.strategy import DATA_KINDS, PRECISIONS
 from ddlsim.resilience import config as rc
+from ddlsim.workload.transformers.zoo import TRANSFORMER_NAMES
 from ddlsim.workload.ttt import (
     DEFAULT_EPOCHS,
     IMAGENET_1K_TRAIN_IMAGES,
@@ -21,6 +23,7 @@ from ddlsim.workload.ttt import (
     MAX_EPOCHS,
 )
 from ddlsim.workload.zoo import MODEL_NAMES
+from ddlsim.workload.zoo.aliases import canonical
 
 #: the workload group's knobs, in field order
 ROWS: tuple[Knob, ...] = (
@@ -31,10 +34,23 @@ ROWS: tuple[Knob, ...] = (
         "str | None",
         "--model",
         lambda: (
-            f"zoo model: {', '.join(MODEL_NAMES)} (default: the --calibration file's, "
-            "else resnet50)"
+            f"zoo model, CNNs then transformers: {', '.join((*MODEL_NAMES, *TRANSFORMER_NAMES))}, "
+            "or a torchvision, timm or Hugging Face name of one (bert-large-uncased, "
+            "meta-llama/Meta-Llama-3-8B) (default: the --calibration file's, else resnet50)"
         ),
-        names=lambda: MODEL_NAMES,
+        check=optional(canonical),
+    ),
+    Knob(
+        "model_config",
+        "workload",
+        None,
+        "str | None",
+        "--model-config",
+        "a transformer of your own: a JSON (or YAML) file of layers, hidden, heads, kv_heads, "
+        "ffn, ffn_kind, vocab, seq_len, norm, position, ... or a Hugging Face config.json as "
+        "it is (examples/model_config_plain.json); in place of --model",
+        metavar="FILE",
+        sweep=False,
     ),
     Knob(
         "batch",
@@ -45,6 +61,18 @@ ROWS: tuple[Knob, ...] = (
         f"mini-batch per GPU (default: the --calibration file's, else {DEFAULT_BATCH_PER_GPU})",
         check=optional(Range("batch per GPU", 1, MAX_BATCH, integer=True)),
         parse="int",
+    ),
+    Knob(
+        "seq_len",
+        "workload",
+        None,
+        "int | None",
+        "--seq-len",
+        "tokens per sequence of a transformer (default: the model's: BERT 512, GPT-2 1,024, "
+        "MPT 2,048, Llama 3 8,192; at most its learned positions)",
+        check=optional(Range("sequence length", 1, MAX_SEQ_LEN, integer=True)),
+        parse="int",
+        metavar="TOKENS",
     ),
     Knob(
         "precision",
@@ -143,13 +171,14 @@ ROWS: tuple[Knob, ...] = (
     Knob(
         "optimizer",
         "workload",
-        "momentum",
+        "auto",
         "str",
         "--optimizer",
-        "optimizer state in a checkpoint: sgd 4, momentum 8, adam 12 bytes per parameter "
-        "(default: momentum)",
-        check=lambda v: rc.check_choice("optimizer", v, rc.OPTIMIZERS),
-        choices=lambda: rc.OPTIMIZERS,
+        "the optimizer: its step (a pass over its state) and its state in memory and in a "
+        "checkpoint: sgd 4, momentum 8, adam / adamw / lamb 12 bytes per parameter (default: "
+        "auto = momentum for the CNN zoo, adamw for transformers)",
+        check=lambda v: rc.check_choice("optimizer", v, ("auto", *rc.OPTIMIZERS)),
+        choices=lambda: ("auto", *rc.OPTIMIZERS),
         applies=Applies(
             lambda c: fails(c) and c.get("checkpoint_GB") is None,
             "it sets the checkpoint's size, with failures, unless --checkpoint-GB gives it",

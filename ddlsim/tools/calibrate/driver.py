@@ -21,8 +21,8 @@ from ddlsim.calibration import profile as profile_io
 from ddlsim.calibration.profile import ModelProfile, check_images_per_sec
 from ddlsim.calibration.store import calibration_path
 from ddlsim.calibration.transfer import anchor_throughput, transfer_device
+from ddlsim.compute.kernels import PRECISIONS  # a CNN calibration: fp32 or amp
 from ddlsim.errors import ConfigError
-from ddlsim.execution.strategy import PRECISIONS
 from ddlsim.system import catalog
 from ddlsim.tools.calibrate import output
 from ddlsim.tools.calibrate.defaults import (

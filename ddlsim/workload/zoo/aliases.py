@@ -92,8 +92,10 @@ class UnknownModelError(UnknownNameError):
     def __init__(self, name: object, valid: list[str], nearest: list[str]) -> None:
         super().__init__("model", name, valid)
         self.nearest = nearest
-        near = ", ".join(nearest) if nearest else "none close"
-        self.args = (f"unknown model {shown(name)}; nearest: {near}",)
+        if nearest:
+            self.args = (f"unknown model {shown(name)}; nearest: {', '.join(nearest)}",)
+        else:  # nothing close: the zoo's names
+            self.args = (f"unknown model {shown(name)}; valid: {', '.join(valid)}",)
 
 
 def _key(name: str) -> str:

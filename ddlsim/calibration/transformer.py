@@ -1,0 +1,142 @@
+"""A transformer's compute on a GPU: ddlsim's per-layer model, as a calibration in memory.
+
+There is no profiling pass of a transformer to read: its calibration is the per-layer kernel
+model's (:mod:`ddlsim.compute.transformer_step`) for the job's micro-batch, sequence length,
+numerics and attention kernel, stage by stage (:mod:`ddlsim.workload.transformers.spec`).
+The optimizer step, which no stage owns, is the profile's unattributed time: a pass over the
+parameters' optimizer state at the DRAM roof (:func:`optimizer_step_s`). With gradient
+accumulation the ``micro_steps`` stage carries the ``K - 1`` micro-steps before the last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ddlsim.calibration.profile import LayerTiming, ModelProfile
+from ddlsim.compute.gemm import default_gemm_model
+from ddlsim.compute.transformer_step import BlockTime, Numerics, block_time
+from ddlsim.errors import ConfigError
+from ddlsim.system.specs import DeviceSpec
+from ddlsim.workload.layers import ModelSpec
+from ddlsim.workload.transformers.config import TransformerConfig
+from ddlsim.workload.transformers.spec import MICRO_STEPS
+from ddlsim.workload.transformers.structure import block, embedding, head, speech_convs
+
+#: DRAM bytes an optimizer step moves per parameter (reads + writes), mixed precision with
+#: fp32 master weights: the gradient (fp16 read), the fp32 master (read, written), the state
+#: (SGD with momentum: one fp32 buffer; Adam / AdamW / LAMB: two, read and written) and the
+#: fp16 copy (written). fp32 training reads the fp32 gradient and writes no copy. PyTorch's
+#: fused and foreach optimizers (``torch/optim/adam.py``) read and write each tensor once.
+OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2, "lamb": 2}
+#: LAMB reads the update again for its per-layer trust ratio (two norms per tensor)
+LAMB_EXTRA_READS = 2
+
+
+def optimizer_bytes_per_param(optimizer: str, mixed: bool) -> float:
+    """DRAM bytes per parameter of one optimizer step (see :data:`OPTIMIZER_STATES`)."""
+    if optimizer not in OPTIMIZER_STATES:
+        raise ConfigError(f"unknown optimizer {optimizer!r}; valid: {', '.join(OPTIMIZER_STATES)}")
+    states = OPTIMIZER_STATES[optimizer]
+    moved = (2.0 if mixed else 4.0) + 8.0 + 8.0 * states + (2.0 if mixed else 0.0)
+    if optimizer == "lamb":
+        moved += 4.0 * LAMB_EXTRA_READS
+    return moved
+
+
+def optimizer_step_s(
+    n_params: int, n_tensors: int, device: DeviceSpec, optimizer: str, mixed: bool
+) -> float:
+    """Seconds of one optimizer step over ``n_params`` parameters in ``n_tensors`` tensors:
+    its bytes at the DRAM roof plus one multi-tensor kernel launch per 64 tensors (PyTorch's
+    ``foreach`` chunking)."""
+    m = default_gemm_model()
+    moved = n_params * optimizer_bytes_per_param(optimizer, mixed)
+    launches = -(-n_tensors // 64)
+    return launches * m.stream_launch_s + moved / (device.mem_bandwidth_Bps * m.stream_efficiency)
+
+
+@dataclass(frozen=True)
+class Step:
+    """What a transformer step is: micro-batch, sequence length, micro-steps per optimizer
+    step, the numerics, the optimizer."""
+
+    batch: int
+    seq: int
+    grad_accum: int
+    numerics: Numerics
+    optimizer: str = "adam"
+    mixed: bool = True
+
+
+def _stages(cfg: TransformerConfig, step: Step, device: DeviceSpec) -> dict[str, BlockTime]:
+    """Forward and backward time of each kind of stage."""
+    b, s, n = step.batch, step.seq, step.numerics
+    tokens = b * s
+    shape = (b, cfg.heads, s, cfg.head_dim)
+    kw = {"gated": cfg.gated, "norm": cfg.norm}
+    emb = embedding(cfg, b, s)
+    out = {
+        "embedding": block_time(emb, tokens, device, n, **kw),
+        "head": block_time(head(cfg, b, s), tokens, device, n, **kw),
+        "encoder": block_time(block(cfg, b, s, flash=n.flash), tokens, device, n,
+                              attention=shape, **kw),
+    }  # fmt: skip
+    convs = speech_convs(cfg, b, s * 320) if cfg.speech is not None else ()
+    if convs:  # wav2vec2's feature encoder (20 ms frames of 16 kHz audio): its GEMMs
+        from ddlsim.compute.transformer_step import gemm_s
+
+        extra = [gemm_s(g, device, n.gemm_precision) for g in convs]
+        e = out["embedding"]
+        out["embedding"] = BlockTime(
+            e.fwd_s + sum(f for f, _ in extra), e.bwd_s + sum(b_ for _, b_ in extra), e.fwd_flops
+        )
+    if cfg.decoder_layers:
+        dec = block(cfg, b, s, decoder=True, flash=n.flash)
+        out["decoder"] = block_time(dec, tokens, device, n, attention=shape, **kw)
+    return out
+
+
+def transformer_profile(
+    cfg: TransformerConfig, spec: ModelSpec, device: DeviceSpec, step: Step, precision: str
+) -> ModelProfile:
+    """The calibration ``spec`` (:func:`~ddlsim.workload.transformers.spec.transformer_spec`)
+    of ``cfg`` gets on ``device`` for ``step``: per stage, the per-layer model's times."""
+    stages = _stages(cfg, step, device)
+    rows: list[LayerTiming] = []
+    for layer in spec.layers:
+        if layer.name == MICRO_STEPS:
+            continue
+        t = stages[layer.name.split("/")[0]]
+        rows.append(LayerTiming(layer.name, t.fwd_s, t.bwd_s, layer.grad_bytes("fp32")))
+    one_step_s = sum(r.fwd_time_s + r.bwd_time_s for r in rows)
+    if spec.layers[0].name == MICRO_STEPS:
+        accum_s = (step.grad_accum - 1) * one_step_s
+        rows.insert(0, LayerTiming(MICRO_STEPS, accum_s, 0.0, 0))
+    opt_s = optimizer_step_s(spec.n_params, len(spec.tensors), device, step.optimizer, step.mixed)
+    sum_s = sum(r.fwd_time_s + r.bwd_time_s for r in rows)
+    n = step.numerics
+    provenance = {
+        "method": "per-layer-model",
+        "model": "transformer stages on the GEMM and memory routes (ddlsim.compute.gemm, "
+        "ddlsim.compute.transformer_ops)",
+        "numerics": {
+            "gemm_precision": n.gemm_precision,
+            "pass_precision": n.pass_precision,
+            "flash_attention": n.flash,
+            "fused_softmax": n.fused_softmax,
+            "activation_checkpointing": n.checkpointing,
+        },
+        "seq_len": step.seq,
+        "grad_accum": step.grad_accum,
+        "optimizer": step.optimizer,
+    }
+    return ModelProfile(
+        model=cfg.name,
+        device=device.id,
+        batch_per_gpu=step.batch,
+        precision=precision,
+        layers=tuple(rows),
+        unattributed_time_s=opt_s,
+        step_time_s=sum_s + opt_s,
+        provenance=provenance,
+    )

@@ -1,0 +1,42 @@
+"""The report's transformer section: tokens/s, MFU and HFU, the numerics, and the memory per
+GPU by part (:func:`ddlsim.api.predict`'s ``inputs["transformer"]``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: the memory parts in the report's order, with their words
+MEMORY_PARTS = (
+    ("params_GB", "weights"),
+    ("grads_GB", "gradients"),
+    ("optimizer_GB", "optimizer state"),
+    ("buffers_GB", "exchange buffers"),
+    ("activations_GB", "activations"),
+    ("logits_GB", "logits"),
+    ("reserve_GB", "reserve (context, workspaces; assumed)"),
+)
+
+
+def transformer_lines(inputs: dict[str, Any]) -> list[str]:
+    """The section's lines (none for a CNN)."""
+    t = inputs.get("transformer")
+    if not t:
+        return []
+    n = t["numerics"]
+    attention = "FlashAttention" if n.get("flash_attention") else "unfused attention"
+    mem = t["memory"]
+    lines = [
+        "",
+        f"  transformer     {t['params'] / 1e6:,.1f} M parameters, sequence {t['seq_len']:,}",
+        f"    tokens/s      {t['tokens_per_sec']:,.0f}   (micro-batch {t['micro_batch']} x "
+        f"{t['grad_accum']} micro-step(s) per optimizer step)",
+        f"    MFU           {100 * t['mfu']:.1f} %   (6N + 12·L·d·s FLOPs per token; HFU "
+        f"{100 * t['hfu']:.1f} %)",
+        f"    numerics      GEMMs {n.get('gemm_precision')}, activations "
+        f"{n.get('pass_precision')}, {attention}"
+        + (", activation checkpointing" if n.get("activation_checkpointing") else ""),
+        f"    optimizer     {t['optimizer']}",
+        f"    memory / GPU  {mem['total_GB']:.1f} GB of {mem['capacity_GB']:.1f} GB",
+    ]
+    lines += [f"      {words:<40}{mem[key]:8.2f} GB" for key, words in MEMORY_PARTS]
+    return lines

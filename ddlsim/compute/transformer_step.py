@@ -1,0 +1,138 @@
+"""A transformer block's forward and backward time on a GPU: the kernel routes, summed.
+
+One block (:class:`~ddlsim.workload.transformers.structure.Block`) is its GEMMs and its
+element-wise passes. Each GEMM runs on the GEMM route (:func:`ddlsim.compute.gemm.gemm_time_s`:
+tiles in waves over the SMs, split-K, the memory roof, a per-call floor); its backward is two
+GEMMs, the data gradient ``dA = dC . B^T`` (``m x k``, reducing over ``n``) and the weight
+gradient ``dB = A^T . dC`` (``k x n``, reducing over ``m``). Each pass runs on the memory route
+(:func:`ddlsim.compute.transformer_ops.memory_op_s`: bytes over the sustained DRAM bandwidth
+plus a floor per kernel), forward and backward with their read/write counts. With
+FlashAttention the two batched attention GEMMs, the softmax over the scores and its dropout
+are one fused kernel (:func:`ddlsim.compute.transformer_ops.flash_attention_s`, its backward
+recomputing the scores). Activation checkpointing runs the forward again in the backward.
+
+Numerics: ``gemm_precision`` is what the GEMMs run at (fp32, tf32, fp16, bf16, fp8);
+``pass_precision`` the activations' width in the memory passes (fp32 for fp32 / TF32 training,
+fp16 or bf16 under mixed precision, bf16 beside fp8 GEMMs as Transformer Engine keeps them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ddlsim.compute.gemm import gemm_time_s
+from ddlsim.compute.transformer_ops import flash_attention_s, memory_op_s
+from ddlsim.system.specs import DeviceSpec
+from ddlsim.workload.transformers.structure import Block, Gemm, MemoryPass
+
+#: the batched attention GEMMs FlashAttention replaces (scores, context; Transformer-XL's
+#: positional scores run beside them in its kernels: kept as GEMMs)
+FLASH_GEMMS = ("attn/scores", "attn/context")
+#: passes FlashAttention makes part of its kernel
+FLASH_PASSES = ("attn/softmax", "attn/probs_dropout")
+
+
+@dataclass(frozen=True)
+class Numerics:
+    """How a block's kernels run: GEMM and pass precisions, FlashAttention (and its version,
+    None = the newest the GPU runs), a fused softmax (one kernel, else scale, mask and softmax
+    apart), causal attention, and activation checkpointing."""
+
+    gemm_precision: str
+    pass_precision: str
+    flash: bool = False
+    flash_version: int | None = None
+    fused_softmax: bool = True
+    causal: bool = False
+    checkpointing: bool = False
+
+
+@dataclass(frozen=True)
+class BlockTime:
+    """Seconds of one block's forward and backward (the backward with its recompute), and
+    the forward GEMM FLOPs it does."""
+
+    fwd_s: float
+    bwd_s: float
+    fwd_flops: float
+
+
+def _pass_op(p: MemoryPass, gated: bool, norm: str) -> str:
+    """The memory route's op for a pass of the block structure."""
+    name = p.name.rsplit("/", 1)[-1]
+    if name.startswith("norm"):
+        return norm
+    if name.startswith("residual") or name == "position_add":
+        return "add"
+    if name.startswith("dropout") or name == "probs_dropout":
+        return "dropout"
+    if name in ("softmax", "loss"):
+        return "softmax"
+    if name in ("bias_act", "act"):
+        return "silu_and_mul" if gated else "gelu"
+    if name == "rope":
+        return "rope"
+    if name == "gather":
+        return "embedding"
+    return "add"
+
+
+def gemm_s(g: Gemm, device: DeviceSpec, precision: str) -> tuple[float, float]:
+    """(forward, backward) seconds of ``g``: the product, then its data and weight gradients."""
+    fwd = gemm_time_s(g.m, g.n, g.k, device, precision, batch=g.batch)
+    dgrad = gemm_time_s(g.m, g.k, g.n, device, precision, batch=g.batch)
+    wgrad = gemm_time_s(g.k, g.n, g.m, device, precision, batch=g.batch)
+    return fwd, dgrad + wgrad
+
+
+def pass_s(
+    p: MemoryPass, tokens: int, device: DeviceSpec, numerics: Numerics, *, gated: bool, norm: str
+) -> tuple[float, float]:
+    """(forward, backward) seconds of pass ``p`` over ``tokens`` rows."""
+    op = _pass_op(p, gated, norm)
+    cols = max(1, p.elems // tokens)
+    if op == "silu_and_mul":
+        cols *= 2  # the op's input is gate and up side by side
+    fused = numerics.fused_softmax or op != "softmax"
+    kw = {"fused": fused}
+    fwd = memory_op_s(op, tokens, cols, device, numerics.pass_precision, direction="fwd", **kw)
+    bwd = memory_op_s(op, tokens, cols, device, numerics.pass_precision, direction="bwd", **kw)
+    return fwd, bwd
+
+
+def block_time(
+    blk: Block,
+    tokens: int,
+    device: DeviceSpec,
+    numerics: Numerics,
+    *,
+    attention: tuple[int, int, int, int] | None = None,
+    gated: bool = False,
+    norm: str = "layernorm",
+) -> BlockTime:
+    """Forward and backward seconds of ``blk`` over ``tokens`` (= micro-batch x sequence)
+    rows. ``attention`` = (sequences, heads, sequence length, head dim) for FlashAttention."""
+    flash = numerics.flash and attention is not None
+    fwd = bwd = 0.0
+    for g in blk.gemms:
+        if flash and g.name in FLASH_GEMMS:
+            continue
+        f, b = gemm_s(g, device, numerics.gemm_precision)
+        fwd, bwd = fwd + f, bwd + b
+    for p in blk.passes:
+        if flash and p.name in FLASH_PASSES:
+            continue
+        f, b = pass_s(p, tokens, device, numerics, gated=gated, norm=norm)
+        fwd, bwd = fwd + f, bwd + b
+    if flash:
+        assert attention is not None
+        seqs, heads, seq, head_dim = attention
+        kw = {"causal": numerics.causal, "version": numerics.flash_version}
+        precision = "bf16" if numerics.gemm_precision == "fp8" else numerics.gemm_precision
+        fwd += flash_attention_s(seqs, heads, seq, head_dim, device, precision, **kw)
+        bwd += flash_attention_s(
+            seqs, heads, seq, head_dim, device, precision, direction="bwd", **kw
+        )
+    if numerics.checkpointing:
+        bwd += fwd  # the block's forward runs again before its backward
+    return BlockTime(fwd, bwd, float(blk.flops))

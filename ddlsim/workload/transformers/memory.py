@@ -1,0 +1,142 @@
+"""The GPU memory a transformer's data-parallel training step needs, by part.
+
+Every rank holds the whole model under data parallelism (ZeRO / FSDP shard it: a later
+strategy), so per GPU:
+
+- **parameters, gradients, optimizer state**: mixed precision with Adam keeps fp16 weights
+  (2 bytes a parameter) and gradients (2), an fp32 master copy (4) and two fp32 moments (8):
+  16 bytes a parameter (ZeRO, Rajbhandari et al. 2020, sec. 3.1); fp32 training keeps 4 + 4 +
+  8. SGD with momentum keeps one moment, plain SGD none.
+- **the exchange's buffers**: PyTorch DDP copies the gradients into its buckets
+  (``gradient_as_bucket_view=False``, its default: ``torch/nn/parallel/distributed.py``);
+  Horovod keeps one fusion buffer (``HOROVOD_FUSION_THRESHOLD``).
+- **activations** kept for the backward pass, per block (Korthikanti et al. 2022, "Reducing
+  Activation Recomputation in Large Transformer Models", sec. 4.1, generalised to any MLP
+  width, gated MLPs, grouped keys and values and to fp32): the inputs of the QKV, output and
+  MLP projections and of the norms, Q and K, V, the softmax's output and its dropout (the
+  ``b·heads·s²`` terms FlashAttention does not keep: it recomputes them), the MLP's hidden
+  activations, and a one-byte mask per dropout. With activation checkpointing a block keeps
+  only its input; one block's full set lives during its recompute.
+- **the logits** of the output head (``b·s·V``) and their fp32 loss, and the embedding's
+  output.
+- **a reserve** for the CUDA context, cuBLAS / cuDNN workspaces and the caching allocator's
+  fragmentation (:data:`RESERVE_BYTES`, an assumption stated in the report).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ddlsim.workload.transformers.config import TransformerConfig
+
+GiB = 1 << 30
+#: CUDA context (~0.3-0.8 GB by GPU and driver), cuBLAS / cuDNN workspaces and allocator
+#: fragmentation: an assumption, not measured here (no GPU on this machine)
+RESERVE_BYTES = 1 * GiB
+#: bytes per parameter of the optimizer's state (fp32 moments)
+STATE_BYTES = {"sgd": 0, "momentum": 4, "adam": 8, "adamw": 8, "lamb": 8}
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes per GPU, by part; ``capacity_bytes`` is the GPU's."""
+
+    params_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    buffers_bytes: float
+    activations_bytes: float
+    logits_bytes: float
+    reserve_bytes: float
+    capacity_bytes: float
+
+    @property
+    def total_bytes(self) -> float:
+        """What the step needs in all."""
+        return (
+            self.params_bytes + self.grads_bytes + self.optimizer_bytes + self.buffers_bytes
+            + self.activations_bytes + self.logits_bytes + self.reserve_bytes
+        )  # fmt: skip
+
+    @property
+    def fits(self) -> bool:
+        """Whether the step fits the GPU's memory."""
+        return self.total_bytes <= self.capacity_bytes
+
+    def to_dict(self) -> dict[str, float | bool]:
+        """The parts in GB (1e9 bytes), the total, the capacity and whether it fits."""
+        parts = {
+            "params": self.params_bytes,
+            "grads": self.grads_bytes,
+            "optimizer": self.optimizer_bytes,
+            "buffers": self.buffers_bytes,
+            "activations": self.activations_bytes,
+            "logits": self.logits_bytes,
+            "reserve": self.reserve_bytes,
+            "total": self.total_bytes,
+            "capacity": self.capacity_bytes,
+        }
+        return {**{f"{k}_GB": v / 1e9 for k, v in parts.items()}, "fits": self.fits}
+
+
+def block_activation_bytes(
+    cfg: TransformerConfig, b: int, s: int, p: int, *, flash: bool, cross: bool = False
+) -> float:
+    """Bytes one block keeps for its backward pass (module docstring), activations ``p``
+    bytes an element."""
+    d, f, a = cfg.hidden, cfg.ffn, cfg.heads
+    kv_width = 2 * cfg.n_kv_heads * cfg.head_dim
+    sbh = s * b * d
+    mask = 1.0 if cfg.dropout else 0.0
+    t = s + cfg.mem_len
+    attn = p * sbh + p * (s * b * d + b * t * kv_width / 2) + p * b * t * kv_width / 2
+    attn += p * sbh + mask * sbh  # the output projection's input, its dropout mask
+    if not flash:  # the softmax output, its dropout mask and output
+        attn += a * b * s * t * (p + mask + (p if cfg.dropout else 0))
+    else:
+        attn += 4.0 * a * b * s  # FlashAttention's log-sum-exp per row, fp32
+    hidden = (3 if cfg.gated else 2) * p * s * b * f
+    mlp = p * sbh + hidden + mask * sbh
+    norms = 2 * p * sbh
+    total = attn + mlp + norms
+    if cross:
+        total += attn
+    return total
+
+
+def memory(
+    cfg: TransformerConfig,
+    b: int,
+    s: int,
+    *,
+    n_params: int,
+    capacity_bytes: float,
+    mixed: bool,
+    optimizer: str,
+    flash: bool,
+    checkpointing: bool,
+    exchange: str,
+    fusion_bytes: float = 0.0,
+) -> Memory:
+    """Bytes per GPU of ``cfg``'s data-parallel step for ``b`` sequences of ``s`` tokens:
+    ``mixed`` precision or fp32; ``exchange`` ``ddp`` (bucket copies), ``horovod`` (one fusion
+    buffer of ``fusion_bytes``) or another method (none)."""
+    p = 2 if mixed else 4
+    weights = n_params * (p + (4 if mixed else 0))  # the fp32 master under mixed precision
+    grads = n_params * p
+    state = n_params * STATE_BYTES.get(optimizer, 8)
+    buffers = grads if exchange == "ddp" else fusion_bytes if exchange == "horovod" else 0.0
+    per_block = block_activation_bytes(cfg, b, s, p, flash=flash)
+    blocks = cfg.layers + cfg.decoder_layers
+    if checkpointing:  # each block's input, and one block's whole set during its recompute
+        activations = blocks * p * s * b * cfg.hidden + per_block
+    else:
+        dec = block_activation_bytes(cfg, b, s, p, flash=flash, cross=True)
+        activations = cfg.layers * per_block + cfg.decoder_layers * dec
+    activations += p * s * b * cfg.hidden  # the embedding's output
+    logits = 0.0
+    if cfg.head in ("lm", "mlm"):
+        logits = b * s * cfg.vocab * (p + 4)  # the logits and their fp32 softmax / gradient
+    return Memory(
+        weights, grads, state, buffers, activations, logits, RESERVE_BYTES, capacity_bytes
+    )
