@@ -1,6 +1,6 @@
-"""The package's shape: layers import downward only, no import circles, small modules, and one
-keyword per field of the job (:mod:`ddlsim.config.groups`) through the API, the record and the
-CLI."""
+"""The package's shape: layers import downward only, no import circles, small modules and
+functions, and one keyword per field of the job (:mod:`ddlsim.config.groups`) through the API,
+the record and the CLI."""
 
 from __future__ import annotations
 
@@ -48,6 +48,13 @@ LAYERS = (
     ("ddlsim.cli", "ddlsim.__main__", "ddlsim"),
 )
 MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+#: functions over MAX_FUNCTION_LINES that are being split now: remove each one once it is short
+LONG_FUNCTIONS_BEING_SPLIT = {
+    "ddlsim/tools/validate/mapping.py:plan_row",
+    "ddlsim/tools/netcal/logs.py:_nccl_tests",
+    "ddlsim/tools/calibrate/torch_run.py:profile_pass",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -161,3 +168,34 @@ def test_every_field_of_the_job_has_a_predict_flag():
     kwargs = predict_kwargs(build_parser().parse_args(["predict"]))
     assert set(kwargs) == set(GROUP_OF)
     assert JobConfig.from_kwargs(**kwargs) == JobConfig()  # the flags' defaults are the job's
+
+
+def _function_lines() -> dict[str, int]:
+    """``path:name`` (``Class.method`` inside a class) of every function in the package -> its
+    length in lines, docstring included (``def`` line to last line)."""
+    lengths = {}
+
+    def visit(node: ast.AST, where: str, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = f"{prefix}{child.name}"
+                lengths[f"{where}:{name}"] = child.end_lineno - child.lineno + 1
+                visit(child, where, f"{name}.")
+            elif isinstance(child, ast.ClassDef):
+                visit(child, where, f"{prefix}{child.name}.")
+            else:
+                visit(child, where, prefix)
+
+    for path in sorted(PKG.rglob("*.py")):
+        where = path.relative_to(PKG.parent).as_posix()
+        visit(ast.parse(path.read_text(encoding="utf-8")), where, "")
+    return lengths
+
+
+def test_no_function_is_over_80_lines():
+    long = [
+        f"{name} ({n} lines)"
+        for name, n in sorted(_function_lines().items())
+        if n > MAX_FUNCTION_LINES and name not in LONG_FUNCTIONS_BEING_SPLIT
+    ]
+    assert long == [], f"split these into helpers of at most {MAX_FUNCTION_LINES} lines: {long}"

@@ -51,6 +51,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_target_args(p)
+    _add_pass_args(p)
+    _add_output_args(p)
+    _add_anchor_args(p)
+    p.set_defaults(func=run)
+    targets = p.add_subparsers(dest="calibrate_target", metavar="{network}")
+    targets.required = False
+    netcal.register(targets)
+
+
+def _add_target_args(p: argparse.ArgumentParser) -> None:
+    """What to profile: --framework, --gpu, --device, --model, --batch, --precision."""
     p.add_argument(
         "--framework",
         choices=("tensorflow", "torch"),
@@ -83,6 +95,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=[],
         help="fp32 or amp, repeatable (default: fp32; amp needs a GPU with fast fp16)",
     )
+
+
+def _add_pass_args(p: argparse.ArgumentParser) -> None:
+    """How long each profiling pass runs: --steps, --warmup-steps."""
     p.add_argument(
         "--steps",
         type=_int,
@@ -95,6 +111,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=DEFAULT_WARMUP_STEPS,
         help=f"untimed steps first (default: {DEFAULT_WARMUP_STEPS})",
     )
+
+
+def _add_output_args(p: argparse.ArgumentParser) -> None:
+    """Where the files go and under which GPU: --output, --catalog-id."""
     p.add_argument(
         "--output",
         type=output_folder,
@@ -111,6 +131,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="record the files under this catalog GPU instead of the device's own id "
         "(the real device stays in the file)",
     )
+
+
+def _add_anchor_args(p: argparse.ArgumentParser) -> None:
+    """Anchoring and transfer: --anchor-throughput, --from-log, --transfer-to, --calibration."""
     p.add_argument(
         "--anchor-throughput",
         type=_number,
@@ -139,10 +163,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="start from this calibration file instead of profiling (anchor / transfer it)",
     )
-    p.set_defaults(func=run)
-    targets = p.add_subparsers(dest="calibrate_target", metavar="{network}")
-    targets.required = False
-    netcal.register(targets)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -145,22 +145,40 @@ def _unit(inputs: dict[str, Any]) -> str:
 
 def format_prediction(p: Prediction) -> str:
     """Multi-line text report: throughput, breakdown, assumptions."""
-    i = p.inputs
-    b = p.breakdown
-    it = p.iteration_time_s
-    cal = i["calibration"]
-    source = i.get("calibration_source")
     lines = [
+        *_summary_lines(p),
+        *_breakdown_lines(p),
+        *transformer_lines(p.inputs),
+        *failure_lines(p.resilience),
+        *_assumption_lines(p),
+        *_measured_error_lines(p),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _summary_lines(p: Prediction) -> list[str]:
+    """The headline: the job, its throughput, iteration time, scaling and time to train."""
+    i = p.inputs
+    return [
         f"ddlsim prediction: {i['model']} on {i['n_gpus']} x {i['gpu']} "
         f"({_count(i['nodes'], 'node')} x {_count(i['local_gpus'], 'GPU')}), {i['comm']}",
         "",
         f"  throughput          {p.images_per_sec:12.1f} {_unit(i)}/s",
-        f"  iteration time      {_ms(it)}",
+        f"  iteration time      {_ms(p.iteration_time_s)}",
         f"  scaling efficiency  {100 * p.scaling_efficiency:11.1f} %   "
         f"(1 GPU: {p.single_gpu_images_per_sec:.1f} {_unit(i)}/s)",
         f"  time to train       {format_duration(p.time_to_train_s):>12}   "
         f"({i['epochs']:g} epochs x {i['dataset_images']:,} {_unit(i)}, no failures)",
         "",
+    ]
+
+
+def _breakdown_lines(p: Prediction) -> list[str]:
+    """Where the iteration goes: compute, communication, sync wait, input stall (ms and %)."""
+    b = p.breakdown
+    it = p.iteration_time_s
+    lines = [
         "  where the iteration goes",
         f"    compute                     {_ms(b['compute_s'])}  "
         f"{100 * b['compute_s'] / it:5.1f} %",
@@ -181,11 +199,17 @@ def format_prediction(p: Prediction) -> str:
             f"    input pipeline stall        {_ms(b['input_stall_s'])}  "
             f"{100 * b['input_stall_s'] / it:5.1f} %"
         )
-    lines += transformer_lines(i)
-    lines += failure_lines(p.resilience)
+    return lines
+
+
+def _assumption_lines(p: Prediction) -> list[str]:
+    """The assumptions: hardware, method, schedule, versions, batch, calibration, engine."""
+    i = p.inputs
+    cal = i["calibration"]
+    source = i.get("calibration_source")
     n_ops = len(p.comm_ops)
     total_bytes = sum(op["nbytes"] for op in p.comm_ops)
-    lines += [
+    return [
         "",
         "  assumptions",
         f"    GPU            {i['gpu']} ({i.get('gpu_name', '')})",
@@ -204,15 +228,7 @@ def format_prediction(p: Prediction) -> str:
         f"    method         {i['comm']} ({i['comm_model']}), {n_ops} op(s)/iteration, "
         f"{total_bytes / 1e6:.1f} MB/iteration",
         f"    schedule       {_schedule(i)}",
-        *(
-            [
-                f"    horovod        {i['horovod_version']}: fusion "
-                f"{i['fusion_threshold_mb']:g} MiB, cycle {i['cycle_time_ms']:g} ms, negotiation "
-                f"{i['negotiation']}, hierarchical {'on' if i['hierarchical'] else 'off'}"
-            ]
-            if i["comm"] != "ddp"
-            else []
-        ),
+        *_horovod_line(i),
         f"    nccl           {i['nccl_version']}: algorithm {i['algorithm']}, protocol "
         f"{i['nccl_protocol']}{_nccl_choices(p.comm_ops)}",
         f"    sync           rank sigma {i['rank_sigma']:g}, host contention "
@@ -227,13 +243,27 @@ def format_prediction(p: Prediction) -> str:
         *_network_calibration_lines(i.get("network_calibration")),
         *_user_lines(cal.get("user")),
         f"    engine         {i['engine']}",
-        "",
     ]
-    record = p.track_record
-    own = p.compute_record
+
+
+def _horovod_line(i: dict[str, Any]) -> list[str]:
+    """Horovod's release and knobs (fusion MiB, cycle ms, ...); nothing for DDP."""
+    if i["comm"] == "ddp":
+        return []
+    return [
+        f"    horovod        {i['horovod_version']}: fusion "
+        f"{i['fusion_threshold_mb']:g} MiB, cycle {i['cycle_time_ms']:g} ms, negotiation "
+        f"{i['negotiation']}, hierarchical {'on' if i['hierarchical'] else 'off'}"
+    ]
+
+
+def _measured_error_lines(p: Prediction) -> list[str]:
+    """The measured error quoted for this kind of prediction (ddlsim validate's scores)."""
     quoted = ["  measured error (ddlsim validate)"]
+    record = p.track_record
     if record is not None:
         quoted.append(f"    scaling        {format_line(record)} (anchored to measured 1-GPU runs)")
-    quoted.append(f"    1-GPU compute  {format_absolute_line(own)} (--absolute: no anchor)")
-    lines[-1:-1] = quoted
-    return "\n".join(lines)
+    quoted.append(
+        f"    1-GPU compute  {format_absolute_line(p.compute_record)} (--absolute: no anchor)"
+    )
+    return quoted

@@ -79,6 +79,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _add_input_output_args(p)
+    _add_override_args(p)
+    _add_assumption_args(p)
+    p.set_defaults(func=run)
+
+
+def _add_input_output_args(p: argparse.ArgumentParser) -> None:
+    """The runs file, the rows to validate and the output: RUNS.csv, --json, --plot, --source."""
     p.add_argument("csv", metavar="RUNS.csv", help="measured runs (traces/measured/runs.csv)")
     p.add_argument("--json", action="store_true", help="print one JSON object: rows, summary")
     p.add_argument(
@@ -95,6 +103,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="SOURCE_ID",
         help="validate only the rows of this source (repeatable); baselines come from all rows",
     )
+
+
+def _add_override_args(p: argparse.ArgumentParser) -> None:
+    """Knobs set for every row (engine, versions, Horovod, sync, network cal.); engine: fast."""
     add_overrides(
         p,
         {
@@ -116,6 +128,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         },
     )
     p.set_defaults(engine="fast")
+
+
+def _add_assumption_args(p: argparse.ArgumentParser) -> None:
+    """What to assume where a row is silent (batch, precision, network), and --absolute."""
     p.add_argument(
         "--assume-baseline-batch",
         action="store_true",
@@ -157,7 +173,6 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="with --assume-inter-node: its NICs per node (multi-rail; DGX A100 / H100: 8)",
     )
-    p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -171,6 +171,11 @@ class DiGraph:
         return g
 
 
+#: ``add(node, kind, **attrs)`` adds a node to the DAG in the next deterministic order and
+#: returns its name
+_AddNode = Callable[..., str]
+
+
 def build_dag(
     workload: Workload,
     strategy: Strategy,
@@ -197,13 +202,28 @@ def build_dag(
         schedule=strategy.effective_schedule,
     )
     order = itertools.count()
-    layers = workload.layers
-    timings = workload.profile.layers
 
     def add(node: str, kind: NodeKind, **attrs: object) -> str:
         g.add_node(node, kind=kind, order=next(order), **attrs)
         return node
 
+    fwd, bwd, update = _add_compute_nodes(g, add, workload, strategy, input_time_s)
+    if not with_comm:
+        return g
+    if strategy.is_parameter_server:
+        _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update)
+    else:
+        _add_allreduce_nodes(g, add, workload, strategy, op_time_s, fwd, bwd, update)
+    _wait_for_backprop(g, strategy, bwd)
+    return g
+
+
+def _add_compute_nodes(
+    g: DiGraph, add: _AddNode, workload: Workload, strategy: Strategy, input_time_s: float
+) -> tuple[list[str], dict[int, str], str]:
+    """The input (host decode), forward, backward and update nodes, chained in that order."""
+    layers = workload.layers
+    timings = workload.profile.layers
     prev: str | None = None
     if strategy.host_decodes_input:
         prev = add("input", NodeKind.INPUT, stream="input", duration_s=input_time_s)
@@ -237,51 +257,63 @@ def build_dag(
         "update", NodeKind.UPDATE, stream="compute", duration_s=workload.profile.unattributed_time_s
     )
     g.add_edge(prev, update, kind=EdgeKind.CONTROL)
+    return fwd, bwd, update
 
-    if not with_comm:
-        return g
-    if strategy.is_parameter_server:
-        _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update)
-    else:
-        items = _ready_items(workload, strategy)
-        buckets = plan_buckets(
-            strategy.effective_schedule,
-            *items,
-            fusion_threshold_bytes=strategy.fusion_threshold_bytes,
-            cycle_time_s=strategy.cycle_time_s,
-            op_time_s=op_time_s,
-            partition_bytes=strategy.partition_bytes,
-            bucket_caps_bytes=(strategy.first_bucket_bytes, strategy.bucket_cap_bytes),
+
+def _add_allreduce_nodes(
+    g: DiGraph,
+    add: _AddNode,
+    workload: Workload,
+    strategy: Strategy,
+    op_time_s: Callable[[int], float] | None,
+    fwd: list[str],
+    bwd: dict[int, str],
+    update: str,
+) -> None:
+    """One all-reduce node per bucket the schedule plans, after the backward nodes it needs and
+    before the update (or the next iteration's forward pass of the layer it gates)."""
+    layers = workload.layers
+    items = _ready_items(workload, strategy)
+    buckets = plan_buckets(
+        strategy.effective_schedule,
+        *items,
+        fusion_threshold_bytes=strategy.fusion_threshold_bytes,
+        cycle_time_s=strategy.cycle_time_s,
+        op_time_s=op_time_s,
+        partition_bytes=strategy.partition_bytes,
+        bucket_caps_bytes=(strategy.first_bucket_bytes, strategy.bucket_cap_bytes),
+    )
+    for k, bucket in enumerate(buckets):
+        node = add(
+            f"allreduce:{k}",
+            NodeKind.ALLREDUCE,
+            stream="comm",
+            channel=0,
+            op="allreduce",
+            nbytes=bucket.nbytes,
+            layers=[layers[i].name for i in bucket.layers],
+            tensors=list(bucket.tensors),
+            priority=bucket.priority,
         )
-        for k, bucket in enumerate(buckets):
-            node = add(
-                f"allreduce:{k}",
-                NodeKind.ALLREDUCE,
-                stream="comm",
-                channel=0,
-                op="allreduce",
-                nbytes=bucket.nbytes,
-                layers=[layers[i].name for i in bucket.layers],
-                tensors=list(bucket.tensors),
-                priority=bucket.priority,
-            )
-            for i in bucket.layers:
-                g.add_edge(bwd[i], node, kind=EdgeKind.DATA)
-            if bucket.trigger not in bucket.layers:
-                g.add_edge(bwd[bucket.trigger], node, kind=EdgeKind.CONTROL)
-            if bucket.gates_next is None:
-                g.add_edge(node, update, kind=EdgeKind.DATA)
-            else:
-                g.add_edge(node, fwd[bucket.gates_next], kind=EdgeKind.NEXT_ITERATION)
+        for i in bucket.layers:
+            g.add_edge(bwd[i], node, kind=EdgeKind.DATA)
+        if bucket.trigger not in bucket.layers:
+            g.add_edge(bwd[bucket.trigger], node, kind=EdgeKind.CONTROL)
+        if bucket.gates_next is None:
+            g.add_edge(node, update, kind=EdgeKind.DATA)
+        else:
+            g.add_edge(node, fwd[bucket.gates_next], kind=EdgeKind.NEXT_ITERATION)
+
+
+def _wait_for_backprop(g: DiGraph, strategy: Strategy, bwd: dict[int, str]) -> None:
+    """Without overlap (BSP, or a CPU worker's cores doing the exchange), every all-reduce and
+    push waits for the end of the backward pass (a control edge from its last node)."""
     bsp = strategy.effective_schedule == "bsp"
     if (bsp or not strategy.wait_free_backprop) and bwd:
-        # no overlap (BSP, or a CPU worker's cores doing the exchange): every exchange waits
-        # for the end of the backward pass
         last_bwd = bwd[min(bwd)]
         for node, data in list(g.nodes(data=True)):
             if data["kind"] in (NodeKind.ALLREDUCE, NodeKind.PUSH):
                 g.add_edge(last_bwd, node, kind=EdgeKind.CONTROL)
-    return g
 
 
 def _ready_items(workload: Workload, strategy: Strategy) -> tuple[list[Item], list[Item]]:

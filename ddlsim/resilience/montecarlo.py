@@ -155,6 +155,27 @@ class _Queue:
             count += due
 
 
+class _ElasticState:
+    """Each draw's clock (s), work saved (s), nodes present, phase, failures and replacements."""
+
+    def __init__(self, draws: int, nodes: int, replace_s: float) -> None:
+        self.t = np.zeros(draws)
+        self.done = np.zeros(draws)  # work saved by the last commit
+        self.alive = np.full(draws, nodes, dtype=np.int64)
+        self.phase = np.full(draws, _RUN)
+        self.failures = np.zeros(draws, dtype=np.int64)
+        self.queue = _Queue(draws)
+        self.unfinished = np.ones(draws, dtype=bool)
+        self.replace_s = replace_s
+
+    def fail(self, ids: np.ndarray) -> None:
+        """A node of each draw ``ids`` fails now; its replacement arrives in ``replace_s``."""
+        self.alive[ids] -= 1
+        self.failures[ids] += 1
+        self.queue.push(ids, self.t[ids] + self.replace_s)
+        self.phase[ids] = np.where(self.alive[ids] == 0, _WAIT, self.phase[ids])
+
+
 def run_elastic(
     work_s: float,
     nodes: int,
@@ -172,70 +193,93 @@ def run_elastic(
     re-rendezvous on a failure, replacements admitted at the first commit after they arrive,
     throughput in proportion to the nodes present; ``interval_s`` inf: no commit."""
     rng = np.random.default_rng(seed)
-    commits = math.isfinite(interval_s)  # inf: no commit at all
-    t = np.zeros(draws)
-    done = np.zeros(draws)  # work saved by the last commit
-    alive = np.full(draws, nodes, dtype=np.int64)
-    phase = np.full(draws, _RUN)
-    failures = np.zeros(draws, dtype=np.int64)
-    queue = _Queue(draws)
-    unfinished = np.ones(draws, dtype=bool)
-
-    def fail(ids: np.ndarray) -> None:
-        alive[ids] -= 1
-        failures[ids] += 1
-        queue.push(ids, t[ids] + replace_s)
-        phase[ids] = np.where(alive[ids] == 0, _WAIT, phase[ids])
-
+    runs = _ElasticState(draws, nodes, replace_s)
     for _ in _steps():
-        if not unfinished.any():
+        if not runs.unfinished.any():
             break
-        ids = np.flatnonzero(unfinished & (phase == _RUN))
-        if ids.size:
-            a = alive[ids]
-            rem = work_s - done[ids]
-            stretch = nodes / a  # a segment's work takes longer on fewer nodes
-            if commits:
-                m = np.maximum(1, np.ceil(rem / interval_s - SEGMENT_TOLERANCE))
-                seg = interval_s * stretch + commit_s
-                j = np.maximum(1, np.ceil((queue.next(ids) - t[ids]) / seg))
-                to_admit = np.where(j <= m - 1, j * seg, np.inf)
-            else:  # one segment: no commit, so no admission either
-                m = j = seg = np.ones(ids.size)
-                to_admit = np.full(ids.size, np.inf)
-            to_end = rem * stretch + (m - 1) * commit_s
-            gap = rng.exponential(1.0, ids.size) * node_mtbf_s / a
-            end = (gap >= to_end) & np.isinf(to_admit)
-            admit = ~end & (to_admit <= gap)
-            hit = ~end & ~admit
-            t[ids[end]] += to_end[end]
-            unfinished[ids[end]] = False
-            adm = ids[admit]
-            t[adm] += to_admit[admit]
-            done[adm] += j[admit] * interval_s
-            alive[adm] += queue.pop_until(adm, t[adm])
-            phase[adm] = _STALL_ADMIT
-            h = ids[hit]
-            if commits:
-                done[h] += np.floor(gap[hit] / seg[hit]) * interval_s
-            t[h] += gap[hit]
-            phase[h] = _STALL_FAILED
-            fail(h)
-        ids = np.flatnonzero(unfinished & ((phase == _STALL_FAILED) | (phase == _STALL_ADMIT)))
-        if ids.size:
-            stall = np.where(phase[ids] == _STALL_ADMIT, admit_s, rendezvous_s)
-            gap = rng.exponential(1.0, ids.size) * node_mtbf_s / alive[ids]
-            over = gap >= stall
-            t[ids[over]] += stall[over]
-            phase[ids[over]] = _RUN
-            h = ids[~over]
-            t[h] += gap[~over]
-            fail(h)
-        ids = np.flatnonzero(unfinished & (phase == _WAIT))
-        if ids.size:
-            t[ids] = np.maximum(t[ids], queue.next(ids))
-            alive[ids] += queue.pop_until(ids, t[ids])
-            phase[ids] = _STALL_ADMIT
+        _advance_running(runs, rng, work_s, nodes, node_mtbf_s, interval_s, commit_s)
+        _advance_stalled(runs, rng, node_mtbf_s, admit_s, rendezvous_s)
+        _advance_waiting(runs)
     else:
         raise SimulationError("elastic Monte Carlo did not finish: runs without end")
-    return Draws(t, failures)
+    return Draws(runs.t, runs.failures)
+
+
+def _advance_running(
+    runs: _ElasticState,
+    rng: np.random.Generator,
+    work_s: float,
+    nodes: int,
+    node_mtbf_s: float,
+    interval_s: float,
+    commit_s: float,
+) -> None:
+    """Running draws to their next event: the end of the run, an admission at a commit, or a
+    failure (rollback to the last commit)."""
+    commits = math.isfinite(interval_s)  # inf: no commit at all
+    ids = np.flatnonzero(runs.unfinished & (runs.phase == _RUN))
+    if not ids.size:
+        return
+    a = runs.alive[ids]
+    rem = work_s - runs.done[ids]
+    stretch = nodes / a  # a segment's work takes longer on fewer nodes
+    if commits:
+        m = np.maximum(1, np.ceil(rem / interval_s - SEGMENT_TOLERANCE))
+        seg = interval_s * stretch + commit_s
+        j = np.maximum(1, np.ceil((runs.queue.next(ids) - runs.t[ids]) / seg))
+        to_admit = np.where(j <= m - 1, j * seg, np.inf)
+    else:  # one segment: no commit, so no admission either
+        m = j = seg = np.ones(ids.size)
+        to_admit = np.full(ids.size, np.inf)
+    to_end = rem * stretch + (m - 1) * commit_s
+    gap = rng.exponential(1.0, ids.size) * node_mtbf_s / a
+    end = (gap >= to_end) & np.isinf(to_admit)
+    admit = ~end & (to_admit <= gap)
+    hit = ~end & ~admit
+    runs.t[ids[end]] += to_end[end]
+    runs.unfinished[ids[end]] = False
+    adm = ids[admit]
+    runs.t[adm] += to_admit[admit]
+    runs.done[adm] += j[admit] * interval_s
+    runs.alive[adm] += runs.queue.pop_until(adm, runs.t[adm])
+    runs.phase[adm] = _STALL_ADMIT
+    h = ids[hit]
+    if commits:
+        runs.done[h] += np.floor(gap[hit] / seg[hit]) * interval_s
+    runs.t[h] += gap[hit]
+    runs.phase[h] = _STALL_FAILED
+    runs.fail(h)
+
+
+def _advance_stalled(
+    runs: _ElasticState,
+    rng: np.random.Generator,
+    node_mtbf_s: float,
+    admit_s: float,
+    rendezvous_s: float,
+) -> None:
+    """Stalled draws (re-rendezvous after a failure, or admitting replacements) back to running,
+    unless a node fails first."""
+    ids = np.flatnonzero(
+        runs.unfinished & ((runs.phase == _STALL_FAILED) | (runs.phase == _STALL_ADMIT))
+    )
+    if not ids.size:
+        return
+    stall = np.where(runs.phase[ids] == _STALL_ADMIT, admit_s, rendezvous_s)
+    gap = rng.exponential(1.0, ids.size) * node_mtbf_s / runs.alive[ids]
+    over = gap >= stall
+    runs.t[ids[over]] += stall[over]
+    runs.phase[ids[over]] = _RUN
+    h = ids[~over]
+    runs.t[h] += gap[~over]
+    runs.fail(h)
+
+
+def _advance_waiting(runs: _ElasticState) -> None:
+    """Draws with no node left wait for the next replacement, then admit what has arrived."""
+    ids = np.flatnonzero(runs.unfinished & (runs.phase == _WAIT))
+    if not ids.size:
+        return
+    runs.t[ids] = np.maximum(runs.t[ids], runs.queue.next(ids))
+    runs.alive[ids] += runs.queue.pop_until(ids, runs.t[ids])
+    runs.phase[ids] = _STALL_ADMIT

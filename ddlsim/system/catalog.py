@@ -33,6 +33,7 @@ from ddlsim.system.catalog_files import (  # noqa: F401  (_load_catalog: used by
     MAX_NICS_PER_NODE,
     NONE,
     SCHEMA_VERSION,
+    _Catalog,
     _catalog,
     _kernel_devices,
     _load_catalog,
@@ -165,45 +166,13 @@ def build_cluster(
     spec = cat.devices[device_id]
     n = check_count("n_gpus", n_gpus, MAX_GPUS)
     intra_id = None if intra_node is None else cat.intra_id(intra_node)
-    if gpus_per_node is None:
-        limits = [n, cat.node_gpus[device_id]]
-        if intra_id is not None and cat.max_gpus[intra_id] is not None:
-            limits.append(cat.max_gpus[intra_id])  # type: ignore[arg-type]
-        per_node = min(limits)
-    else:
-        per_node = check_count("gpus_per_node", gpus_per_node, MAX_GPUS_PER_NODE)
-    if n > per_node and n % per_node:
-        raise ConfigError(
-            f"n_gpus={n} is not a multiple of gpus_per_node={per_node} "
-            f"(a cluster of {n} GPUs cannot be split into nodes of {per_node})"
-        )
+    per_node = _gpus_per_node(cat, device_id, n, gpus_per_node, intra_id)
     local = min(n, per_node)
     n_nodes = n // per_node if n >= per_node else 1
-    if intra_id is None:
-        intra_id = NONE if per_node == 1 else cat.default_intra[device_id]
-    limit = cat.max_gpus[intra_id]
-    if limit is not None and local > limit:
-        raise ConfigError(
-            f"intra_node {intra_id!r} connects at most {limit} GPU(s) per node, "
-            f"got {local} (gpus_per_node={per_node}, n_gpus={n})"
-        )
-
-    if inter_node is None:
-        inter_id = DEFAULT_INTER_NODE if n_nodes > 1 else NONE
-    else:
-        inter_id = cat.inter_id(inter_node)
-    if n_nodes > 1 and inter_id == NONE:
-        raise ConfigError(
-            f"inter_node 'none' but the cluster spans {n_nodes} nodes "
-            f"(n_gpus={n}, gpus_per_node={per_node}); name a network"
-        )
+    intra_id = _intra_fabric_id(cat, device_id, intra_id, n, per_node)
+    inter_id = _inter_network_id(cat, inter_node, n, per_node, n_nodes)
     net, _instance = cat.network(inter_id, device_id)
-    if transport is None:
-        transport_id = net.nccl_transport if nccl else net.default_transport
-    else:
-        transport_id = _norm(transport)
-        if transport_id not in TRANSPORTS:
-            raise UnknownNameError("transport", transport, TRANSPORTS)
+    transport_id = _transport_id(net, transport, nccl)
     nics = check_count("nics_per_node", nics_per_node, MAX_NICS_PER_NODE)
 
     fabric = cat.intra[intra_id]
@@ -225,6 +194,70 @@ def build_cluster(
         nccl_hop=fabric.nccl_hop,
         nccl_channels=fabric.nccl_channels,
     )
+
+
+def _gpus_per_node(
+    cat: _Catalog, device_id: str, n: int, gpus_per_node: int | None, intra_id: str | None
+) -> int:
+    """GPUs per node: given, or the smallest of ``n``, the device's node and the fabric's limit;
+    ``n`` above it must be a multiple of it."""
+    if gpus_per_node is None:
+        limits = [n, cat.node_gpus[device_id]]
+        if intra_id is not None and cat.max_gpus[intra_id] is not None:
+            limits.append(cat.max_gpus[intra_id])  # type: ignore[arg-type]
+        per_node = min(limits)
+    else:
+        per_node = check_count("gpus_per_node", gpus_per_node, MAX_GPUS_PER_NODE)
+    if n > per_node and n % per_node:
+        raise ConfigError(
+            f"n_gpus={n} is not a multiple of gpus_per_node={per_node} "
+            f"(a cluster of {n} GPUs cannot be split into nodes of {per_node})"
+        )
+    return per_node
+
+
+def _intra_fabric_id(
+    cat: _Catalog, device_id: str, intra_id: str | None, n: int, per_node: int
+) -> str:
+    """The intra-node fabric: given, none for one GPU a node, else the device's; within its
+    GPU limit."""
+    local = min(n, per_node)
+    if intra_id is None:
+        intra_id = NONE if per_node == 1 else cat.default_intra[device_id]
+    limit = cat.max_gpus[intra_id]
+    if limit is not None and local > limit:
+        raise ConfigError(
+            f"intra_node {intra_id!r} connects at most {limit} GPU(s) per node, "
+            f"got {local} (gpus_per_node={per_node}, n_gpus={n})"
+        )
+    return intra_id
+
+
+def _inter_network_id(
+    cat: _Catalog, inter_node: str | None, n: int, per_node: int, n_nodes: int
+) -> str:
+    """The network between nodes: given, else the default for several nodes and none for one;
+    never none across nodes."""
+    if inter_node is None:
+        inter_id = DEFAULT_INTER_NODE if n_nodes > 1 else NONE
+    else:
+        inter_id = cat.inter_id(inter_node)
+    if n_nodes > 1 and inter_id == NONE:
+        raise ConfigError(
+            f"inter_node 'none' but the cluster spans {n_nodes} nodes "
+            f"(n_gpus={n}, gpus_per_node={per_node}); name a network"
+        )
+    return inter_id
+
+
+def _transport_id(net: LinkSpec, transport: str | None, nccl: bool) -> str:
+    """The transport: given (a known one), else the one NCCL picks or the network's default."""
+    if transport is None:
+        return net.nccl_transport if nccl else net.default_transport
+    transport_id = _norm(transport)
+    if transport_id not in TRANSPORTS:
+        raise UnknownNameError("transport", transport, TRANSPORTS)
+    return transport_id
 
 
 def _sig(value: float | None, digits: int = 6) -> float | None:

@@ -337,75 +337,105 @@ def _parse_by_gpu(
 
 
 def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dict[str, Any]:
+    """The devices and aliases of devices.json, with each device's reference node (GPUs, fabric)."""
     table = _Checker(file, "top level").obj(doc.get("devices"), "devices")
     devices: dict[str, DeviceSpec] = {}
     node_gpus: dict[str, int] = {}
     default_intra: dict[str, str] = {}
     for device_id, raw in table.items():
-        check = _Checker(file, f"device {device_id!r}")
-        check.identifier(device_id)
-        entry = check.obj(raw, None)
-        check.keys(entry, _DEVICE_KEYS, frozenset({"kind", SM_COUNT, ARCH, TF32, *CLOCKS}))
-        kind = entry.get("kind", DEVICE_KINDS[0])
-        if kind not in DEVICE_KINDS:
-            raise check.fail("kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
-        for key in (SM_COUNT, ARCH):
-            if (key in entry) != (kind == "gpu"):
-                raise check.fail(key, "required of a GPU, not allowed for a CPU")
-        sm_count = check.count(entry[SM_COUNT], SM_COUNT) if SM_COUNT in entry else None
-        arch = check.choice(entry, ARCH, GPU_ARCHS) if ARCH in entry else "cpu"
-        fp32 = check.number(entry["peak_fp32_TFLOPS"], "peak_fp32_TFLOPS")
-        fp16 = entry["peak_fp16_TFLOPS"]
-        if fp16 is not None:
-            fp16 = check.number(fp16, "peak_fp16_TFLOPS")
-        tf32 = check.number(entry[TF32], TF32) if TF32 in entry else None
-        if tf32 is not None and (kind != "gpu" or tf32 <= fp32):
-            raise check.fail(TF32, f"a GPU's tensor-core peak above its fp32 peak, got {tf32}")
-        clocks = _clocks(check, entry, kind)
-        host_link = check.text(entry, "host_link")
-        if host_link not in links["host"]:
-            raise check.fail(
-                "host_link",
-                f"{host_link!r} is not a host link of links.json; "
-                f"valid: {', '.join(sorted(links['host']))}",
-            )
-        intra = check.text(entry, "default_intra_node")
-        if intra not in links["intra"] or intra == NONE:
-            valid = ", ".join(sorted(set(links["intra"]) - {NONE}))
-            raise check.fail("default_intra_node", f"{intra!r} is not an intra fabric; {valid}")
-        per_node = check.count(entry["default_gpus_per_node"], "default_gpus_per_node")
-        if per_node > MAX_GPUS_PER_NODE:
-            raise check.fail("default_gpus_per_node", f"{per_node} > {MAX_GPUS_PER_NODE}")
-        devices[device_id] = DeviceSpec(
-            id=device_id,
-            name=check.text(entry, "name"),
-            peak_fp32_flops=tflops_to_flops(fp32),
-            peak_fp16_flops=None if fp16 is None else tflops_to_flops(fp16),
-            mem_bandwidth_Bps=GBps_to_Bps(
-                check.number(entry["mem_bandwidth_GBps"], "mem_bandwidth_GBps")
-            ),
-            memory_bytes=round(check.number(entry["memory_GiB"], "memory_GiB") * GiB),
-            host_link=host_link,
-            host_cpu_threads=check.count(entry["host_cpu_threads"], "host_cpu_threads"),
-            sources=check.documented(
-                {"sources": entry["sources"]},
-                [
-                    *_DEVICE_FIGURES,
-                    *([SM_COUNT, ARCH] if sm_count else []),
-                    *([TF32] if tf32 is not None else []),
-                    *(CLOCKS if clocks else []),
-                ],
-            ),
-            kind=kind,
-            arch=arch,
-            sm_count=sm_count,
-            peak_tf32_flops=None if tf32 is None else tflops_to_flops(tf32),
-            **clocks,
-        )
+        spec, per_node, intra = _parse_device(file, device_id, raw, links)
+        devices[device_id] = spec
         node_gpus[device_id] = per_node
         default_intra[device_id] = intra
     if not devices:
         raise CatalogError(f"{file}: no devices")
+    return {
+        "devices": devices,
+        "aliases": _parse_aliases(doc, file, devices),
+        "node_gpus": node_gpus,
+        "default_intra": default_intra,
+    }
+
+
+def _parse_device(
+    file: str, device_id: str, raw: object, links: dict[str, Any]
+) -> tuple[DeviceSpec, int, str]:
+    """One device entry: its spec (SI units), reference GPUs per node and intra fabric id."""
+    check = _Checker(file, f"device {device_id!r}")
+    check.identifier(device_id)
+    entry = check.obj(raw, None)
+    check.keys(entry, _DEVICE_KEYS, frozenset({"kind", SM_COUNT, ARCH, TF32, *CLOCKS}))
+    kind = entry.get("kind", DEVICE_KINDS[0])
+    if kind not in DEVICE_KINDS:
+        raise check.fail("kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
+    for key in (SM_COUNT, ARCH):
+        if (key in entry) != (kind == "gpu"):
+            raise check.fail(key, "required of a GPU, not allowed for a CPU")
+    sm_count = check.count(entry[SM_COUNT], SM_COUNT) if SM_COUNT in entry else None
+    arch = check.choice(entry, ARCH, GPU_ARCHS) if ARCH in entry else "cpu"
+    fp32 = check.number(entry["peak_fp32_TFLOPS"], "peak_fp32_TFLOPS")
+    fp16 = entry["peak_fp16_TFLOPS"]
+    if fp16 is not None:
+        fp16 = check.number(fp16, "peak_fp16_TFLOPS")
+    tf32 = check.number(entry[TF32], TF32) if TF32 in entry else None
+    if tf32 is not None and (kind != "gpu" or tf32 <= fp32):
+        raise check.fail(TF32, f"a GPU's tensor-core peak above its fp32 peak, got {tf32}")
+    clocks = _clocks(check, entry, kind)
+    host_link, intra, per_node = _reference_node(check, entry, links)
+    spec = DeviceSpec(
+        id=device_id,
+        name=check.text(entry, "name"),
+        peak_fp32_flops=tflops_to_flops(fp32),
+        peak_fp16_flops=None if fp16 is None else tflops_to_flops(fp16),
+        mem_bandwidth_Bps=GBps_to_Bps(
+            check.number(entry["mem_bandwidth_GBps"], "mem_bandwidth_GBps")
+        ),
+        memory_bytes=round(check.number(entry["memory_GiB"], "memory_GiB") * GiB),
+        host_link=host_link,
+        host_cpu_threads=check.count(entry["host_cpu_threads"], "host_cpu_threads"),
+        sources=check.documented(
+            {"sources": entry["sources"]},
+            [
+                *_DEVICE_FIGURES,
+                *([SM_COUNT, ARCH] if sm_count else []),
+                *([TF32] if tf32 is not None else []),
+                *(CLOCKS if clocks else []),
+            ],
+        ),
+        kind=kind,
+        arch=arch,
+        sm_count=sm_count,
+        peak_tf32_flops=None if tf32 is None else tflops_to_flops(tf32),
+        **clocks,
+    )
+    return spec, per_node, intra
+
+
+def _reference_node(
+    check: _Checker, entry: dict[str, Any], links: dict[str, Any]
+) -> tuple[str, str, int]:
+    """A device's host link, default intra fabric and default GPUs per node, checked."""
+    host_link = check.text(entry, "host_link")
+    if host_link not in links["host"]:
+        raise check.fail(
+            "host_link",
+            f"{host_link!r} is not a host link of links.json; "
+            f"valid: {', '.join(sorted(links['host']))}",
+        )
+    intra = check.text(entry, "default_intra_node")
+    if intra not in links["intra"] or intra == NONE:
+        valid = ", ".join(sorted(set(links["intra"]) - {NONE}))
+        raise check.fail("default_intra_node", f"{intra!r} is not an intra fabric; {valid}")
+    per_node = check.count(entry["default_gpus_per_node"], "default_gpus_per_node")
+    if per_node > MAX_GPUS_PER_NODE:
+        raise check.fail("default_gpus_per_node", f"{per_node} > {MAX_GPUS_PER_NODE}")
+    return host_link, intra, per_node
+
+
+def _parse_aliases(
+    doc: dict[str, Any], file: str, devices: dict[str, DeviceSpec]
+) -> dict[str, str]:
+    """The aliases of devices.json (alias -> device id), each checked against the devices."""
     aliases: dict[str, str] = {}
     for alias, target in _Checker(file, "top level").obj(doc.get("aliases"), "aliases").items():
         check = _Checker(file, f"alias {alias!r}")
@@ -415,12 +445,7 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
         if target not in devices:
             raise check.fail(None, f"points to unknown device {target!r}")
         aliases[alias] = target
-    return {
-        "devices": devices,
-        "aliases": aliases,
-        "node_gpus": node_gpus,
-        "default_intra": default_intra,
-    }
+    return aliases
 
 
 def _clocks(check: _Checker, entry: dict[str, Any], kind: str) -> dict[str, float]:
