@@ -20,9 +20,14 @@ class Bar:
     #: seconds between two progress lines in a log
     LOG_EVERY_S = 10.0
 
-    def __init__(self, stream: TextIO | None = None, unit: str = "configurations") -> None:
+    def __init__(
+        self, stream: TextIO | None = None, unit: str = "configurations", *, quiet_log: bool = False
+    ) -> None:
+        """``quiet_log``: in a log, nothing for a command shorter than :data:`LOG_EVERY_S` (no
+        line at the end either), so a short run's output is unchanged."""
         self.stream = stream if stream is not None else sys.stderr
         self.unit = unit
+        self.quiet_log = quiet_log
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.open = False
         self.logged_s = 0.0  # when the last line went to the log
@@ -36,7 +41,8 @@ class Bar:
             f"{elapsed_s:6.1f} s elapsed, {remaining_s:6.1f} s left"
         )
         if not self.tty:
-            if done == total or elapsed_s - self.logged_s >= self.LOG_EVERY_S:
+            end = done == total and not (self.quiet_log and self.logged_s == 0.0)
+            if end or elapsed_s - self.logged_s >= self.LOG_EVERY_S:
                 self.logged_s = elapsed_s
                 self.stream.write(text + "\n")
                 self.stream.flush()
