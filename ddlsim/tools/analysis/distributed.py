@@ -207,15 +207,20 @@ def _connect(scheduler: str | None, workers: int, scratch: str) -> tuple[Any, An
     from multiprocessing import resource_tracker
 
     resource_tracker.ensure_running()  # starting it unblocks signals: start it first
-    with signals.held_for_children():
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            local_directory=scratch,
-        )
-    return Client(cluster), cluster
+    cluster = None
+    try:
+        with signals.held_for_children():  # a Ctrl-C during the start is raised at its end
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                local_directory=scratch,
+            )
+        return Client(cluster), cluster
+    except BaseException:  # interrupted, or the client failed: close the cluster that started
+        _shutdown(None, cluster, [])
+        raise
 
 
 def _run(plan: _Plan, scheduler, workers, scratch, progress) -> list[dict[str, Any]]:
