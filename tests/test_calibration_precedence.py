@@ -143,3 +143,23 @@ def test_the_rule_is_one_function_of_the_two_files(tmp_path):
     assert choose(profiled, own).used == profiled  # two measurements: the user's
     assert choose(profiled, own).shadows == own
     assert choose(None, own).used == own and choose(None, None) is None
+
+
+def test_a_cpu_file_is_listed_as_not_usable_and_calibrate_says_how_to_use_it(cli, user_dir):
+    """Issue 33, 14: a calibration of device 'cpu' (the catalog has no such device) is not
+    "used": predict refuses it; calibrate's note says so and how to record it under a catalog
+    device."""
+    cpu = Path(__file__).parent / "data" / "calibration_torch_cpu_alexnet_b8-fp32.json"
+    code, out, err = cli("calibrate", "--calibration", str(cpu), "--anchor-throughput", "100")
+    mine = user_dir / "cpu" / "alexnet" / "b8-fp32.json"
+    assert code == 0 and mine.is_file(), err
+    notes = [line for line in out.splitlines() if line.startswith("note: predict cannot use")]
+    assert len(notes) == 1 and str(mine) in notes[0] and "--catalog-id" in notes[0]
+    code, out, _ = cli("calibrations")
+    assert code == 0 and "used" not in out.split(str(mine))[1].splitlines()[1]
+    assert "not usable by predict: device 'cpu' is not in the device catalog" in out
+    code, _, err = cli("predict", "--model", "alexnet", "--gpu", "cpu", "--batch", "8")
+    assert code == 2  # what calibrations says: predict does not use it
+    code, out, _ = cli("calibrations", "--json")
+    (entry,) = json.loads(out)["files"]
+    assert entry["status"] == "not usable by predict" and "--catalog-id" in entry["reason"]

@@ -390,7 +390,7 @@ def test_a_trailing_slash_is_refused(tmp_path, monkeypatch, capsys, name):
 def test_the_sweep_progress_redraws_only_on_a_terminal():
     import io
 
-    from ddlsim.cli.sweep import _Bar
+    from ddlsim.cli.progress import Bar as _Bar
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:

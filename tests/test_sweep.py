@@ -20,7 +20,7 @@ GRID = {
 
 
 def test_dask_rows_are_identical_to_serial_predict_in_grid_order():
-    configs = expand_grid(normalise_grid(GRID))
+    configs = list(expand_grid(normalise_grid(GRID)))
     serial = [evaluate(c) for c in configs]
     seen = []
     dask_rows = run_on_dask(configs, n_workers=2, chunk_size=3, progress=lambda *a: seen.append(a))
@@ -101,3 +101,57 @@ def test_invalid_yaml_names_the_line(tmp_path, capsys):
     grid.write_text("model: [alexnet\ngpus: 8\n")
     assert main(["sweep", "--grid", str(grid), "-o", str(tmp_path / "r.csv")]) == 2
     assert "line" in capsys.readouterr().err
+
+
+def test_a_grid_is_streamed_not_materialised():
+    """Issue 33, 6: the configurations are made as they are consumed: a 200,000-configuration
+    grid holds next to nothing while it is read (a list of them: ~50 MB)."""
+    import itertools
+    import tracemalloc
+    from collections.abc import Iterator
+
+    assert isinstance(expand_grid({"gpus": [1, 8]}), Iterator)
+    tracemalloc.start()
+    try:
+        configs = expand_grid(
+            {"gpus": list(range(1, 401)), "batch": list(range(1, 501))}, max_configs=200_000
+        )
+        assert sum(1 for _ in configs) == 200_000
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1e6, peak
+    assert list(itertools.islice(expand_grid({"gpus": [1, 8]}), 5)) == [{"gpus": 1}, {"gpus": 8}]
+
+
+def test_max_configs_has_a_stated_upper_bound(capsys):
+    from ddlsim.tools.analysis.sweep import MAX_CONFIGS_LIMIT
+
+    assert MAX_CONFIGS_LIMIT == 1_000_000
+    argv = ["sweep", "--gpus", "1", "--max-configs", "1000001", "-o", "-"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "from 1 to 1,000,000" in err and len(err.strip().splitlines()) == 1
+    gpus = [str(g) for g in range(1, 1001)]
+    argv = ["sweep", "--gpus", *gpus, "--batch", *gpus, "--fusion-threshold-mb", *gpus[:999]]
+    assert main([*argv, "--cycle-time-ms", *gpus, "--max-configs", "1000000", "-o", "-"]) == 2
+    err = capsys.readouterr().err
+    assert "999,000,000,000 configurations" in err and "--max-configs 1,000,000" in err
+
+
+def test_dask_takes_chunks_from_a_stream_a_few_at_a_time():
+    """A stream of configurations is consumed as chunks finish (4 per worker ahead), never
+    drawn whole before the first row, and the rows come back in order."""
+    drawn = []
+
+    def stream():
+        for gpus in range(1, 41):
+            drawn.append(gpus)
+            yield {"model": "alexnet", "gpus": gpus, "gpus_per_node": 8}
+
+    seen = []
+    rows = run_on_dask(
+        stream(), total=40, n_workers=2, chunk_size=1, progress=lambda *a: seen.append(len(drawn))
+    )
+    assert [int(r["gpus"]) for r in rows] == list(range(1, 41))
+    assert seen[0] <= 2 * 4 + 1 and seen[-1] == 40

@@ -69,24 +69,35 @@ def _flag_value(value: Any) -> str:
 def inapplicable(jobs: Iterable[tuple[Config, Config | None]]) -> list[str]:
     """Warnings (one per flag) for flags given in ``jobs`` -- pairs of keyword arguments of
     :func:`ddlsim.predict` and what resolved of them (None: nothing) -- that apply to none of
-    the jobs where they are given."""
+    the jobs where they are given. ``jobs`` is read once, as a stream (a sweep's grid): what is
+    kept is, per flag, whether it applied and the values of its context where it did not."""
     from ddlsim.config.record import keyword_defaults
 
     defaults = keyword_defaults()
-    full = [{**defaults, **kwargs, **resolved_facts(inputs)} for kwargs, inputs in jobs]
+    ruled = [knob for knob in KNOBS if knob.applies is not None]
+    given: dict[str, dict[str, set[str]]] = {}  # flag -> context key -> values where given
+    applied: set[str] = set()
+    for kwargs, inputs in jobs:
+        c = {**defaults, **kwargs, **resolved_facts(inputs)}
+        for knob in ruled:
+            if knob.name in applied or c.get(knob.name) == defaults.get(knob.name):
+                continue
+            if knob.applies.when(c):
+                applied.add(knob.name)
+                given.pop(knob.name, None)
+                continue
+            seen = given.setdefault(knob.name, {k: set() for k in knob.applies.context})
+            for k in knob.applies.context:
+                seen[k].add(_flag_value(c.get(k)))
     out = []
-    for knob in KNOBS:
-        rule = knob.applies
-        if rule is None:
-            continue
-        given = [c for c in full if c.get(knob.name) != defaults.get(knob.name)]
-        if not given or any(rule.when(c) for c in given):
+    for knob in ruled:
+        if knob.name not in given:
             continue
         context = ", ".join(
-            f"--{k.replace('_', '-')} " + "/".join(sorted({_flag_value(c.get(k)) for c in given}))
-            for k in rule.context
+            f"--{k.replace('_', '-')} " + "/".join(sorted(values))
+            for k, values in given[knob.name].items()
         )
-        out.append(f"{knob.flag} has no effect with {context} ({rule.scope}); ignored")
+        out.append(f"{knob.flag} has no effect with {context} ({knob.applies.scope}); ignored")
     return out
 
 

@@ -52,6 +52,21 @@ def int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def int_in(low: int, high: int) -> Callable[[str], int]:
+    """An integer from ``low`` to ``high``."""
+
+    def parse(text: str) -> int:
+        value = integer(text)
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(
+                f"must be an integer from {low:,} to {high:,}, got {value:,}"
+            )
+        return value
+
+    parse.__name__ = f"integer in {low}..{high}"
+    return parse
+
+
 def positive_number(text: str) -> float:
     """A finite number > 0."""
     value = number(text)

@@ -5,7 +5,8 @@ Lists every file in the user calibration directory (``$DDLSIM_CALIBRATION_DIR``,
 configuration, its method and, by the precedence rule of :mod:`ddlsim.calibration.store`, whether
 ``ddlsim predict`` uses it -- shadowing the shipped file of the same configuration, or as the
 only one -- or passes it over (re-timed from another GPU, behind a shipped file calibrated on
-that GPU). Deleting a file stops its use; pointing ``DDLSIM_CALIBRATION_DIR`` at an empty
+that GPU), or cannot use (a device the catalog does not know, such as ``cpu``: predict refuses
+it). Deleting a file stops its use; pointing ``DDLSIM_CALIBRATION_DIR`` at an empty
 folder sets them all aside.
 """
 
@@ -53,6 +54,7 @@ def _entry(root: Path, path: Path) -> dict[str, Any]:
     from ddlsim.calibration.profile import load
     from ddlsim.calibration.store import calibration_path, choose, shipped_dir
     from ddlsim.errors import CalibrationError
+    from ddlsim.tools.calibrate.output import uncatalogued
 
     device, model = path.parent.parent.name, path.parent.name
     entry: dict[str, Any] = {"file": str(path), "gpu": device, "model": model}
@@ -68,8 +70,11 @@ def _entry(root: Path, path: Path) -> dict[str, Any]:
         precision=prof.precision,
         method=prof.provenance.get("method"),
     )
+    unusable = uncatalogued(prof.device)
     if same_place != path or prof.model != model or prof.device != device:
         entry.update(status="not searched", reason="its name or folder is not its configuration")
+    elif unusable is not None:
+        entry.update(status="not usable by predict", reason=unusable)
     elif choice is not None and choice.passed_over:
         entry.update(status="passed over", shipped=str(shipped), reason=choice.reason)
     else:
@@ -88,6 +93,8 @@ def _line(e: dict[str, Any]) -> str:
     if e["status"] == "used":
         does = f"used, shadowing {e['shipped']}" if e["shipped"] else "used (no shipped file)"
         does += f" ({e['reason']})" if e["shipped"] else ""
+    elif e["status"] == "not usable by predict":
+        does = f"not usable by predict: {e['reason']}"
     elif e["status"] == "passed over":
         does = f"passed over for {e['shipped']}: {e['reason']} (--calibration FILE uses it)"
     else:

@@ -21,6 +21,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ddlsim.cli.args import output_file
 from ddlsim.errors import ConfigError
@@ -201,15 +202,24 @@ def _same_gpu(name: str, wanted: str) -> bool:
 
 
 def plot_kernels(results: Sequence, path: str | os.PathLike[str], title: str = "") -> None:
-    """Predicted against measured milliseconds, one panel per GPU, a colour per pass (PNG,
-    written atomically)."""
+    """Draw :func:`kernels_figure` into ``path`` (PNG, written atomically)."""
     from ddlsim.atomic import atomic_write_bytes
+
+    fig = kernels_figure(results, title)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def kernels_figure(results: Sequence, title: str = "") -> Any:
+    """Predicted against measured milliseconds, one panel per GPU, a colour per pass."""
     from ddlsim.compute.kernels import PASSES
     from ddlsim.tools.validate.plot import _matplotlib
 
     Figure, FigureCanvasAgg = _matplotlib()
     gpus = list(dict.fromkeys(r.row.gpu for r in results))
-    fig = Figure(figsize=(4.2 * len(gpus), 4.6))
+    # at least 6.5 x 5.5 in at 100 dpi: one GPU's panel still holds the title and the legend
+    fig = Figure(figsize=(max(6.5, 4.6 * len(gpus)), 5.5), layout="constrained")
     FigureCanvasAgg(fig)
     values = [v for r in results for v in (r.measured_ms, r.predicted_ms)]
     lo, hi = min(values) / 1.5, max(values) * 1.5
@@ -237,9 +247,7 @@ def plot_kernels(results: Sequence, path: str | os.PathLike[str], title: str = "
         ax.set_xlabel("measured ms")
         if i == 0:
             ax.set_ylabel("predicted ms")
-        ax.legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"ddlsim kernels{': ' + title if title else ''}", fontsize=11)
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=80)
-    atomic_write_bytes(path, buffer.getvalue())
+        ax.legend(fontsize=8, loc="upper left")
+    name = os.path.basename(os.fspath(title))  # the file's name: a long path would run off
+    fig.suptitle(f"ddlsim kernels{': ' + name if name else ''}", fontsize=11)
+    return fig

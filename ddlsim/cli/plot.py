@@ -16,9 +16,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="plot a sweep file: scaling, efficiency, goodput, time-to-train or breakdown",
         description="Draw a figure from a sweep file (CSV or Parquet, one row per "
         "configuration, as ddlsim sweep writes it): throughput against GPUs with the "
-        "ideal-linear line, scaling efficiency, the goodput or the expected time-to-train with "
-        "failures (over the failure-free one), or stacked per-iteration time breakdowns. "
-        "Failed rows are skipped.",
+        "ideal-linear line, scaling efficiency, the goodput or how much longer the expected "
+        "time-to-train with failures is than the failure-free one (%), or stacked "
+        "per-iteration time breakdowns. Failed rows are skipped.",
     )
     p.add_argument(
         "sweep", metavar="SWEEP", help="sweep file to read (.csv, or .parquet as sweep writes)"

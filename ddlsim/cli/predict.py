@@ -13,7 +13,7 @@ import sys
 
 from ddlsim.cli.applies import warn_inapplicable
 from ddlsim.cli.config_args import add_config_arguments, predict_kwargs
-from ddlsim.cli.report import format_prediction
+from ddlsim.cli.report import format_prediction, one_gpu_nodes
 from ddlsim.errors import ConfigError
 
 DESCRIPTION = (
@@ -59,6 +59,13 @@ def run(args: argparse.Namespace) -> int:
         kwargs = predict_kwargs(args)
         result = predict(**kwargs)
         warn_inapplicable(kwargs, result.inputs)  # on the job as it resolved
+        became = one_gpu_nodes(result.inputs)
+        if became:
+            print(
+                f"ddlsim: note: --intra-node none: {became} (name a fabric, "
+                "e.g. the GPU's default, to keep them in one node)",
+                file=sys.stderr,
+            )
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, TextIO
+from collections.abc import Iterable
+from typing import Any
 
-from ddlsim.cli.args import int_at_least, output_file, scheduler_address
+from ddlsim.cli.args import int_at_least, int_in, output_file, scheduler_address
 from ddlsim.cli.config_args import PARSERS
+from ddlsim.cli.progress import Bar
 from ddlsim.config.knobs import KNOBS
 
 #: the knobs a sweep may vary (the knob table's ``sweep`` rows)
@@ -25,7 +27,7 @@ _BOOLEAN_HELP = "true or false"
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``sweep`` sub-command."""
-    from ddlsim.tools.analysis.sweep import MAX_CONFIGS
+    from ddlsim.tools.analysis.sweep import MAX_CONFIGS, MAX_CONFIGS_LIMIT
 
     p = sub.add_parser(
         "sweep",
@@ -79,53 +81,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar, no summary line")
     p.add_argument(
         "--max-configs",
-        type=int_at_least(1),
+        type=int_in(1, MAX_CONFIGS_LIMIT),
         default=MAX_CONFIGS,
         metavar="N",
-        help=f"refuse a grid of more configurations (default: {MAX_CONFIGS:,}; 1,000 "
+        help=f"refuse a grid of more configurations (default: {MAX_CONFIGS:,}; at most "
+        f"{MAX_CONFIGS_LIMIT:,}: the rows are held until written, ~11 KB each; 1,000 "
         "fast-engine configurations take about 6 s on 2 cores)",
     )
     p.set_defaults(func=run)
-
-
-class _Bar:
-    """The sweep's progress on stderr. On a terminal, one bar redrawn in place (``\\r``) that
-    :meth:`close` ends however the sweep ended; written to a file or a pipe, a plain line at
-    most every :data:`LOG_EVERY_S` seconds and one at the end, so a log holds no ``\\r``
-    updates (the convention of tqdm and rich)."""
-
-    WIDTH = 30
-    #: seconds between two progress lines in a log
-    LOG_EVERY_S = 10.0
-
-    def __init__(self, stream: TextIO | None = None) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.open = False
-        self.logged_s = 0.0  # when the last line went to the log
-
-    def __call__(self, done: int, total: int, elapsed_s: float) -> None:
-        filled = int(self.WIDTH * done / total)
-        remaining_s = elapsed_s / done * (total - done) if done else 0.0
-        text = (
-            f"[{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total} configurations "
-            f"{elapsed_s:6.1f} s elapsed, {remaining_s:6.1f} s left"
-        )
-        if not self.tty:
-            if done == total or elapsed_s - self.logged_s >= self.LOG_EVERY_S:
-                self.logged_s = elapsed_s
-                self.stream.write(text + "\n")
-                self.stream.flush()
-            return
-        self.open = True  # before the write: a Ctrl-C during it still ends the line
-        self.stream.write("\r" + text)
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.open:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.open = False
 
 
 def write_table(rows: list[dict[str, Any]], path: str) -> None:
@@ -147,10 +110,9 @@ def run(args: argparse.Namespace) -> int:
     from ddlsim.tools.analysis.grid import load_grid_file, normalise_grid
     from ddlsim.tools.analysis.sweep import (
         check_grid_size,
-        evaluate,
         expand_grid,
+        grid_size,
         parquet_modules,
-        settle_heap,
     )
 
     if args.workers is not None and not args.serial and args.scheduler is None:
@@ -167,33 +129,46 @@ def run(args: argparse.Namespace) -> int:
         if values is not None:
             raw[knob.name] = values
     grid = normalise_grid(raw)
-    check_grid_size(grid, args.max_configs)
-    configs = expand_grid(grid, max_configs=args.max_configs)
-    bar = None if args.quiet else _Bar()
+    check_grid_size(grid, args.max_configs)  # counted from the list lengths: nothing built
+    total = grid_size(grid)
+    bar = None if args.quiet else Bar()
     try:
         if args.serial:
-            rows = []
-            settle_heap()
-            start = time.perf_counter()
-            for i, config in enumerate(configs, 1):
-                rows.append(evaluate(config))
-                if bar:
-                    bar(i, len(configs), time.perf_counter() - start)
+            rows = _run_serial(expand_grid(grid, max_configs=args.max_configs), total, bar)
         else:
             from ddlsim.tools.analysis.distributed import run_on_dask
 
             rows = run_on_dask(
-                configs, scheduler=args.scheduler, n_workers=args.workers, progress=bar
+                expand_grid(grid, max_configs=args.max_configs),
+                total=total,
+                scheduler=args.scheduler,
+                n_workers=args.workers,
+                progress=bar,
             )
     finally:
         if bar:
             bar.close()
     write_table(rows, args.output)
+    # the configurations again, made from the grid in the same order: not held beside the rows
     warn_inapplicable_grid(
         (config, row if row["status"] == "ok" else None)
-        for config, row in zip(configs, rows, strict=True)
+        for config, row in zip(expand_grid(grid, max_configs=args.max_configs), rows, strict=True)
     )
     failed = sum(1 for r in rows if r["status"] != "ok")
     if not args.quiet:
         print(f"{len(rows)} configurations, {failed} failed -> {args.output}", file=sys.stderr)
     return 0
+
+
+def _run_serial(configs: Iterable[dict[str, Any]], total: int, bar: Bar | None) -> list[Any]:
+    """Evaluate ``configs`` in this process, in order, one row each."""
+    from ddlsim.tools.analysis.sweep import evaluate, settle_heap
+
+    rows = []
+    settle_heap()
+    start = time.perf_counter()
+    for i, config in enumerate(configs, 1):
+        rows.append(evaluate(config))
+        if bar:
+            bar(i, total, time.perf_counter() - start)
+    return rows

@@ -11,16 +11,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 from ddlsim.cli.args import integer as _int
 from ddlsim.cli.args import output_file
 from ddlsim.cli.config_args import add_overrides
+from ddlsim.cli.progress import Bar
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION
 from ddlsim.execution.horovod import DEFAULT_HOROVOD_VERSION
 from ddlsim.execution.strategy import PRECISIONS
 from ddlsim.tools.analysis.plot import FORMATS as FIGURE_FORMATS
+
+T = TypeVar("T")
 
 _EPILOG = """\
 baseline: a 1-GPU row of the same source, model, gpu, batch, precision, data and framework;
@@ -94,7 +99,9 @@ def _add_input_output_args(p: argparse.ArgumentParser) -> None:
         metavar="FILE.png",
         type=output_file(*FIGURE_FORMATS),
         default=None,
-        help="write a figure (matplotlib; .png or .svg)",
+        help="write a figure (matplotlib; .png or .svg): predicted against measured images/s, "
+        "and the 12 configuration families of the largest errors, measured and predicted "
+        "against GPUs",
     )
     p.add_argument(
         "--source",
@@ -217,10 +224,16 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError(
                 f"--source {', '.join(absent)}: not in {args.csv}; sources present: {present}"
             )
-    results = validate_file(table, options, sources=sources)
+    results = _with_progress(
+        lambda bar: validate_file(table, options, sources=sources, progress=bar)
+    )
     summary = summarise(results, absolute=args.absolute)
     if args.absolute:  # today's anchored (scaling) score of the same groups, beside it
-        anchored = validate_file(table, replace(options, absolute=False), sources=sources)
+        anchored = _with_progress(
+            lambda bar: validate_file(
+                table, replace(options, absolute=False), sources=sources, progress=bar
+            )
+        )
         summary["anchored_by_gpu_precision_framework"] = summarise(anchored, absolute=True)[
             STACK_GROUP
         ]
@@ -237,6 +250,16 @@ def run(args: argparse.Namespace) -> int:
         if args.absolute:
             sys.stdout.write(format_side_by_side(summary))
     return 0
+
+
+def _with_progress(work: Callable[[Bar], T]) -> T:
+    """``work(bar)`` with a progress bar of rows on stderr: redrawn on a terminal, a line every
+    10 s in a log (nothing for a run shorter than that)."""
+    bar = Bar(unit="rows", quiet_log=True)
+    try:
+        return work(bar)
+    finally:
+        bar.close()
 
 
 def _is_collectives(path: str) -> bool:

@@ -21,12 +21,13 @@ the local cluster than serially.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ddlsim import signals
@@ -56,6 +57,9 @@ WORKERS_PER_CORE = 4
 WORKER_MEMORY_BYTES = 100e6
 #: share of the available memory the local workers may take together
 WORKER_MEMORY_SHARE = 0.5
+#: chunks submitted ahead per worker: the configurations are made from the grid as chunks are
+#: submitted, so at most this many chunks per worker are held, never the whole grid
+CHUNKS_IN_FLIGHT_PER_WORKER = 4
 
 
 def usable_cores() -> int:
@@ -110,8 +114,11 @@ def evaluate_chunk(configs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]
 _OWN_WORKER = False
 
 
-def _chunks(configs: list[dict[str, Any]], size: int) -> list[list[dict[str, Any]]]:
-    return [configs[i : i + size] for i in range(0, len(configs), size)]
+def _chunks(configs: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    """``configs`` in lists of ``size``, made as they are consumed."""
+    it = iter(configs)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
 
 
 @contextlib.contextmanager
@@ -134,8 +141,9 @@ def quiet_dask() -> Iterator[None]:
 
 
 def run_on_dask(
-    configs: list[dict[str, Any]],
+    configs: Iterable[dict[str, Any]],
     *,
+    total: int | None = None,
     scheduler: str | None = None,
     n_workers: int | None = None,
     chunk_size: int | None = None,
@@ -143,18 +151,22 @@ def run_on_dask(
 ) -> list[dict[str, Any]]:
     """Evaluate ``configs`` on Dask and return one row per configuration, in order.
 
-    ``scheduler`` is the address of an existing cluster (``tcp://host:8786``); without it a
-    ``LocalCluster`` of ``n_workers`` single-threaded processes (default: one per usable core;
-    at most :func:`max_local_workers`) is started and closed. ``progress(done, total,
-    elapsed_s)`` is called as chunks finish.
+    ``configs`` may be a stream (:func:`~ddlsim.tools.analysis.sweep.expand_grid`): chunks are
+    taken from it as earlier ones finish, :data:`CHUNKS_IN_FLIGHT_PER_WORKER` per worker at
+    most; ``total`` is its length (default ``len(configs)``). ``scheduler`` is the address of
+    an existing cluster (``tcp://host:8786``); without it a ``LocalCluster`` of ``n_workers``
+    single-threaded processes (default: one per usable core; at most
+    :func:`max_local_workers`) is started and closed. ``progress(done, total, elapsed_s)`` is
+    called as chunks finish.
     """
     require("dask.distributed", "sweep", "ddlsim sweep on Dask (or use --serial)")
     if n_workers is not None and scheduler is None:
         check_workers(n_workers)
-    if not configs:
+    total = len(configs) if total is None else total  # type: ignore[arg-type]
+    if not total:
         return []
     workers = n_workers or min(usable_cores(), max_local_workers()[0])
-    size = chunk_size or max(1, min(50, len(configs) // (4 * workers) or 1))
+    size = chunk_size or max(1, min(50, total // (4 * workers) or 1))
     import dask
 
     settings: dict[str, Any] = {}
@@ -166,59 +178,91 @@ def run_on_dask(
             settings[FORK_SETTING] = "fork"
     global _OWN_WORKER
     _OWN_WORKER = FORK_SETTING in settings  # inherited by the workers forked below
+    plan = _Plan(_chunks(configs, size), total, workers * CHUNKS_IN_FLIGHT_PER_WORKER)
     try:
         with (
             quiet_dask(),
             tempfile.TemporaryDirectory(prefix="ddlsim-dask-") as scratch,
             dask.config.set({"temporary-directory": scratch, **settings}),
         ):
-            return _run(configs, _chunks(configs, size), scheduler, workers, scratch, progress)
+            return _run(plan, scheduler, workers, scratch, progress)
     finally:
         _OWN_WORKER = False
 
 
-def _run(configs, chunks, scheduler, workers, scratch, progress) -> list[dict[str, Any]]:
-    from dask.distributed import Client, LocalCluster, as_completed
+class _Plan:
+    """The chunks to run (a stream), how many configurations they hold, and how many chunks
+    may be submitted at once."""
+
+    def __init__(self, chunks: Iterator[list[dict[str, Any]]], total: int, window: int):
+        self.chunks, self.total, self.window = chunks, total, window
+
+
+def _connect(scheduler: str | None, workers: int, scratch: str) -> tuple[Any, Any]:
+    """A client of ``scheduler``, or of a local cluster started here (and the cluster)."""
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler:
+        return Client(scheduler, timeout="10s"), None
+    from multiprocessing import resource_tracker
+
+    resource_tracker.ensure_running()  # starting it unblocks signals: start it first
+    cluster = None
+    try:
+        with signals.held_for_children():  # a Ctrl-C during the start is raised at its end
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                local_directory=scratch,
+            )
+        return Client(cluster), cluster
+    except BaseException:  # interrupted, or the client failed: close the cluster that started
+        _shutdown(None, cluster, [])
+        raise
+
+
+def _run(plan: _Plan, scheduler, workers, scratch, progress) -> list[dict[str, Any]]:
+    from dask.distributed import as_completed
 
     cluster = client = None
-    futures: list[Any] = []
+    pending: dict[str, tuple[int, Any]] = {}  # future key -> (chunk index, future)
     try:
         try:
-            if scheduler:
-                client = Client(scheduler, timeout="10s")
-            else:
-                from multiprocessing import resource_tracker
-
-                resource_tracker.ensure_running()  # starting it unblocks signals: start it first
-                with signals.held_for_children():
-                    cluster = LocalCluster(
-                        n_workers=workers,
-                        threads_per_worker=1,
-                        processes=True,
-                        dashboard_address=None,
-                        local_directory=scratch,
-                    )
-                client = Client(cluster)
+            client, cluster = _connect(scheduler, workers, scratch)
         except Exception as exc:  # unreachable, refused, timed out, or a protocol Dask lacks
             reason = " ".join(str(exc).split())[:200]
             raise ConfigError(f"cannot reach Dask scheduler {shown(scheduler)}: {reason}") from None
         start = time.perf_counter()
-        futures = client.map(evaluate_chunk, chunks, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        results: list[list[dict[str, Any]] | None] = [None] * len(chunks)
+        numbered = enumerate(plan.chunks)
+
+        def submit(n: int) -> list[Any]:
+            new = []
+            for i, chunk in itertools.islice(numbered, n):
+                future = client.submit(evaluate_chunk, chunk, pure=False)
+                pending[future.key] = (i, future)
+                new.append(future)
+            return new
+
+        results: dict[int, list[dict[str, Any]]] = {}
         done = 0
         try:
-            for future in as_completed(futures):
-                results[index[future.key]] = future.result()
-                done += len(chunks[index[future.key]])
+            queue = as_completed(submit(plan.window))
+            for future in queue:
+                i, _ = pending.pop(future.key)
+                results[i] = future.result()
+                done += len(results[i])
+                for nxt in submit(1):
+                    queue.add(nxt)
                 if progress:
-                    progress(done, len(configs), time.perf_counter() - start)
+                    progress(done, plan.total, time.perf_counter() - start)
         except Exception as exc:  # the cluster failed (a killed worker, a lost scheduler)
             reason = " ".join(str(exc).split())[:300]
             raise ConfigError(f"the Dask sweep failed: {type(exc).__name__}: {reason}") from None
-        return [row for chunk in results for row in chunk or []]
+        return [row for i in range(len(results)) for row in results[i]]
     finally:
-        _shutdown(client, cluster, futures)
+        _shutdown(client, cluster, [f for _, f in pending.values()])
 
 
 def _shutdown(client: Any, cluster: Any, futures: list[Any]) -> None:

@@ -14,12 +14,13 @@ Nothing here draws; :mod:`ddlsim.tools.analysis.plot` maps the indices to matplo
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ddlsim.errors import ConfigError
-from ddlsim.tools.analysis.sweep import INPUT_COLUMNS
+from ddlsim.tools.analysis.sweep import _COLUMN_OF, INPUT_COLUMNS
 
 #: inputs that change what one GPU does (its images/s: the ideal line's slope): one panel each
 PANEL_DIMS = ("model", "gpu", "batch_per_gpu", "precision", "tf32", "data")
@@ -40,14 +41,35 @@ def fmt(value: Any) -> str:
 def series_dimensions(rows: list[dict[str, Any]]) -> list[str]:
     """Input columns that vary among configurations with the same GPU count.
 
-    Columns that only follow the GPU count (the resolved node size, the fabric of a single node)
-    are not dimensions, nor is one determined by the dimensions before it.
+    Only inputs the sweep's grid varies count (:func:`varied_inputs`): a resolved column the
+    grid leaves at its default (the transport, which follows the network, the method and the
+    node count) is no dimension. Columns that only follow the GPU count (the resolved node
+    size, the fabric of a single node) are not dimensions, nor is one determined by the
+    dimensions before it.
     """
+    varied = varied_inputs(rows)
     dims: list[str] = []
     for col in (c for c in INPUT_COLUMNS if c != "gpus" and c in rows[0]):
-        if not _determined(rows, dims, col):
+        if (varied is None or col in varied) and not _determined(rows, dims, col):
             dims.append(col)
     return dims
+
+
+def varied_inputs(rows: list[dict[str, Any]]) -> set[str] | None:
+    """The row columns of the :func:`ddlsim.predict` keywords whose requested values differ
+    between rows (read from each row's ``config``, the complete keywords); None where a row
+    has no readable ``config`` (a hand-made file: every input column may then be one)."""
+    seen: dict[str, set[str]] = {}
+    for row in rows:
+        try:
+            config = json.loads(row.get("config") or "")
+        except (TypeError, ValueError):
+            return None
+        if not isinstance(config, dict):
+            return None
+        for key, value in config.items():
+            seen.setdefault(key, set()).add(json.dumps(value, sort_keys=True))
+    return {_COLUMN_OF.get(k, k) for k, values in seen.items() if len(values) > 1}
 
 
 def _determined(rows: list[dict[str, Any]], dims: list[str], col: str) -> bool:

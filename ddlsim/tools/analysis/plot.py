@@ -10,8 +10,8 @@ GPU does (model, GPU, batch, precision, ...; :mod:`ddlsim.tools.analysis.facets`
 - ``efficiency``: scaling efficiency (% of linear) against GPUs, the same panels and series;
 - ``goodput``: the failure model's goodput (failure-free time / expected time with failures,
   %) against GPUs, under a line at 100 % (no failures);
-- ``time-to-train``: the expected time-to-train with failures against GPUs on log axes, over
-  the failure-free time-to-train of each configuration (a broad pale line);
+- ``time-to-train``: how much longer the expected time-to-train with failures is than the
+  failure-free one (%), against GPUs (0: a broad pale line);
 - ``breakdown``: :mod:`ddlsim.tools.analysis.plot_breakdown`, one stacked bar per configuration.
 
 ``goodput`` and ``time-to-train`` draw the configurations with failures (a sweep's rows with
@@ -203,7 +203,7 @@ _WHAT = {
     "scaling": "Scaling",
     "efficiency": "Scaling efficiency",
     "goodput": "Goodput with failures",
-    "time-to-train": "Expected time-to-train with failures",
+    "time-to-train": "Expected time-to-train with failures, % over the failure-free time",
 }
 _Y = {
     "scaling": ("images_per_sec", 1.0),
@@ -211,8 +211,6 @@ _Y = {
     "goodput": ("goodput", 100.0),
     "time-to-train": ("expected_time_to_train_s", 1.0),
 }
-#: time units of the time-to-train axis: the largest that the panel's longest time exceeds twice
-_TIME_UNITS = ((86400.0, "days"), (3600.0, "hours"), (60.0, "minutes"), (1.0, "seconds"))
 #: the reference line of each kind, in the legend
 _REFERENCE = {
     "scaling": "ideal linear (the panel's 1-GPU rate x GPUs)",
@@ -236,43 +234,51 @@ def _draw_panel(ax: Any, kind: str, rows: list[dict[str, Any]], dims: list[str],
     by_series: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in rows:
         by_series.setdefault(series_key(r, dims), []).append(r)
-    y_col, scale = _Y[kind]
-    unit = "images/s"
-    if kind == "time-to-train":
-        longest = max(r[y_col] for r in rows)
-        unit_s, unit = next((u for u in _TIME_UNITS if longest >= 2 * u[0]), _TIME_UNITS[-1])
-        scale = 1 / unit_s
-    for key, members in by_series.items():
+    n = len(by_series)
+    for k, (key, members) in enumerate(by_series.items()):
         members.sort(key=lambda r: r["gpus"])
         c, s, m = styles.of(key)
-        x = [r["gpus"] for r in members]
-        if kind == "time-to-train":  # the failure-free time under each series
-            ax.plot(x, [scale * r["time_to_train_s"] for r in members], **IDEAL)
+        wider = (n - 1 - k) / max(1, n - 1)  # the first drawn widest: a later equal one shows it
         ax.plot(
-            x,
-            [scale * r[y_col] for r in members],
+            [r["gpus"] for r in members],
+            [_y(kind, r) for r in members],
             color=colour(c, len(styles.colours)),
             linestyle=LINE_STYLES[s],
             marker=MARKERS[m],
-            markersize=4,
-            linewidth=1.4,
+            markersize=4 + 3 * wider,
+            linewidth=1.4 + 1.6 * wider,
             zorder=3,
         )
     gpus = sorted({r["gpus"] for r in rows})
-    if kind in ("scaling", "time-to-train"):
-        if kind == "scaling":
-            for rate in sorted({_sig(r["single_gpu_images_per_sec"]) for r in rows}):
-                ax.plot(gpus, [rate * g for g in gpus], **IDEAL)
-        _log_y(ax, unit)
+    values = [_y(kind, r) for r in rows]
+    if kind == "scaling":
+        for rate in sorted({_sig(r["single_gpu_images_per_sec"]) for r in rows}):
+            ax.plot(gpus, [rate * g for g in gpus], **IDEAL)
+        _log_y(ax, "images/s")
     elif kind == "efficiency":
         ax.axhline(100, **{**IDEAL, "linewidth": 2.0})
-        ax.set_ylim(0, max(105.0, max(scale * r[y_col] for r in rows) + 5))
+        ax.set_ylim(0, max(105.0, max(values) + 5))
         ax.set_ylabel("% of linear")
+    elif kind == "time-to-train":  # from 0 (no failures) to a little above the highest
+        ax.axhline(0.0, **{**IDEAL, "linewidth": 2.0})
+        top = max(0.01, 1.15 * max(values))
+        ax.set_ylim(-0.03 * top, top)
+        ax.set_ylabel("% longer than failure-free")
     else:  # goodput: from a round number below the lowest, so that a few % stay visible
         ax.axhline(100, **{**IDEAL, "linewidth": 2.0})
-        low = min(scale * r[y_col] for r in rows)
+        low = min(values)
         ax.set_ylim(max(0.0, 5 * math.floor((low - 1) / 5)), 100.5)
         ax.set_ylabel("goodput, %")
+
+
+def _y(kind: str, row: dict[str, Any]) -> float:
+    """A row's value on the y axis of ``kind``: time-to-train as the % the expected time with
+    failures exceeds the failure-free one (the times differ by a fraction of a % where a log
+    axis of both would show one line)."""
+    if kind == "time-to-train":
+        return 100 * (row["expected_time_to_train_s"] / row["time_to_train_s"] - 1)
+    y_col, scale = _Y[kind]
+    return scale * row[y_col]
 
 
 def _log_y(ax: Any, label: str) -> None:

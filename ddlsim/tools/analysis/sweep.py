@@ -26,7 +26,7 @@ import itertools
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ddlsim.atomic import atomic_write, atomic_write_text
@@ -126,6 +126,10 @@ COLUMNS = (
 
 #: most configurations a grid may have unless raised (``ddlsim sweep --max-configs``)
 MAX_CONFIGS = 100_000
+#: the most ``--max-configs`` may raise it to: the rows are held until the file is written
+#: (measured: ~11 KB per row, so ~11 GB at this bound), and a million fast-engine
+#: configurations take about 100 minutes on 2 cores; a larger study is several sweeps
+MAX_CONFIGS_LIMIT = 1_000_000
 
 #: row column -> the predict() keyword that sets it, where the names differ
 _KWARG_OF = {"batch_per_gpu": "batch"}
@@ -235,9 +239,12 @@ def _options(raw: Any) -> list[Any]:
 
 def expand_grid(
     grid: Mapping[str, Iterable[Any]], *, max_configs: int = MAX_CONFIGS
-) -> list[dict[str, Any]]:
-    """Every combination of ``grid``'s values (keys: :func:`ddlsim.predict` keywords); more
-    than ``max_configs`` of them: :class:`ConfigError` before any is built."""
+) -> Iterator[dict[str, Any]]:
+    """Every combination of ``grid``'s values (keys: :func:`ddlsim.predict` keywords), one at a
+    time in product order: the grid is checked (its keys, an empty list, more than
+    ``max_configs`` configurations counted by multiplying the list lengths) when this is
+    called, before any configuration is built, and the configurations are then made as they
+    are consumed, never held together."""
     if not grid:
         raise ConfigError("empty sweep grid: give at least one parameter")
     keys = list(grid)
@@ -254,7 +261,7 @@ def expand_grid(
             raise ConfigError(f"sweep parameter {key!r} has no values")
         values.append(options)
     check_grid_size(dict(zip(keys, values, strict=True)), max_configs)
-    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values)]
+    return (dict(zip(keys, combo, strict=True)) for combo in itertools.product(*values))
 
 
 def run_grid(grid: Mapping[str, Iterable[Any]]) -> list[dict[str, Any]]:

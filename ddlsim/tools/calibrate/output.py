@@ -38,11 +38,36 @@ def check_destination(path: Path) -> None:
         )
 
 
+def uncatalogued(device: str) -> str | None:
+    """Why ``ddlsim predict`` cannot use a calibration file of ``device``, where it cannot
+    (:func:`ddlsim.calibration.use.catalogued`): a device the catalog does not know."""
+    from ddlsim.system import catalog
+
+    if device in catalog.device_names():
+        return None
+    return (
+        f"device {device!r} is not in the device catalog (predict refuses it); profile again "
+        "with --catalog-id GPU to record it under the catalog device it stands for "
+        "(epyc-zen4-core: one core of this project's CPU)"
+    )
+
+
 def precedence_notes(rows: list[SummaryRow], root: Path) -> str:
     """What ``ddlsim predict`` will do with the files just written to ``root`` when it is the
     user calibration directory (the rule of :mod:`ddlsim.calibration.store`): use one in place of
     the shipped file it shadows, or pass a transferred one over for a shipped file calibrated
-    on that GPU. Empty for another folder (predict does not search it)."""
+    on that GPU; and a file for a device the catalog does not know (``--device cpu`` without
+    ``--catalog-id``), which predict refuses, wherever it is written."""
+    unusable = [
+        f"note: predict cannot use {row.path}: {why}\n"
+        for row in rows
+        if (why := uncatalogued(row.device)) is not None
+    ]
+    return "".join(unusable) + _shadow_notes(rows, root)
+
+
+def _shadow_notes(rows: list[SummaryRow], root: Path) -> str:
+    """:func:`precedence_notes` of the files predict searches (in the user directory)."""
     try:
         searched = root.resolve() == user_dir().resolve()
     except OSError:

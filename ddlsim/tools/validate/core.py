@@ -10,7 +10,9 @@ row becomes that row's reason (``predict-error``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Sequence
+import json
+import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +26,11 @@ SKIPPED = "skipped"
 PREDICT_ERROR = "predict-error"
 #: ``--absolute``: a row the calibration used is anchored to (not a prediction of it)
 ANCHOR_ROW = "anchor-row"
+#: what validation keeps of one prediction: (images/s, scaling efficiency, the run ids its
+#: calibration is anchored to), or the message of the error it raised
+Outcome = tuple[float, float, frozenset[str]] | str
+#: ``progress(done, total, elapsed_s)``
+Progress = Callable[[int, int, float], None]
 
 
 @dataclass(frozen=True)
@@ -163,15 +170,25 @@ def validate_runs(
     options: ValidateOptions | None = None,
     *,
     only: Callable[[Run], bool] | None = None,
+    progress: Progress | None = None,
 ) -> list[RowResult]:
     """Predict each row of ``runs`` (baselines are looked up in all of ``runs``).
 
-    ``only`` restricts which rows are validated; the others are not returned.
+    ``only`` restricts which rows are validated; the others are not returned. Rows that
+    predict the same configuration (the same keyword arguments of :func:`ddlsim.predict`)
+    share one prediction. ``progress(done, total, elapsed_s)`` is called after each row.
     """
     opts = options or ValidateOptions()
     index = BaselineIndex(with_assumed_cells(run, opts) for run in runs)
-    selected: Iterable[Run] = runs if only is None else filter(only, runs)
-    return [validate_row(run, index, opts) for run in selected]
+    selected: Sequence[Run] = runs if only is None else [r for r in runs if only(r)]
+    memo: dict[str, Outcome] = {}
+    results = []
+    start = time.perf_counter()
+    for done, run in enumerate(selected, 1):
+        results.append(validate_row(run, index, opts, memo))
+        if progress:
+            progress(done, len(selected), time.perf_counter() - start)
+    return results
 
 
 def validate_file(
@@ -179,22 +196,50 @@ def validate_file(
     options: ValidateOptions | None = None,
     *,
     sources: Collection[str] | None = None,
+    progress: Progress | None = None,
 ) -> list[RowResult]:
     """Every row of a leniently read file in file order: the rows the reader rejected as
     skipped results, the others predicted. ``sources`` keeps the rows of those source ids
-    (baselines are still looked up in every valid row)."""
+    (baselines are still looked up in every valid row); ``progress`` as
+    :func:`validate_runs`."""
     only = None if sources is None else (lambda r: r.source_id in sources)
-    results = validate_runs(table.runs, options, only=only)
+    results = validate_runs(table.runs, options, only=only, progress=progress)
     results += [
         RowResult.rejected(d) for d in table.defects if sources is None or d.source_id in sources
     ]
     return sorted(results, key=lambda r: r.line or 0)
 
 
-def validate_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowResult:
-    """Predict one row; a :class:`DdlsimError` becomes the skip reason."""
+def predict_outcome(kwargs: dict[str, Any], memo: dict[str, Outcome] | None = None) -> Outcome:
+    """What validation reads of ``predict(**kwargs)``: images/s, the scaling efficiency and the
+    run ids the calibration is anchored to, or the one-line message of its
+    :class:`DdlsimError`; looked up in (and added to) ``memo`` by the complete keyword
+    arguments."""
     from ddlsim.api import predict
 
+    key = json.dumps(kwargs, sort_keys=True, default=repr)
+    if memo is not None and key in memo:
+        return memo[key]
+    try:
+        pred = predict(**kwargs)
+    except DdlsimError as exc:
+        outcome: Outcome = " ".join(str(exc).split())
+    else:
+        anchors = frozenset(anchor_run_ids(pred.inputs["calibration"]["provenance"]))
+        outcome = (float(pred.images_per_sec), float(pred.scaling_efficiency), anchors)
+    if memo is not None:
+        memo[key] = outcome
+    return outcome
+
+
+def validate_row(
+    run: Run,
+    index: BaselineIndex,
+    options: ValidateOptions,
+    memo: dict[str, Outcome] | None = None,
+) -> RowResult:
+    """Predict one row; a :class:`DdlsimError` becomes the skip reason. ``memo``: predictions
+    already made in this run (:func:`predict_outcome`)."""
     plan = plan_row(run, index, options)
     if plan.kwargs is None:
         return RowResult(
@@ -206,21 +251,20 @@ def validate_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> Ro
             column=plan.column,
             value=plan.value,
         )
-    try:
-        pred = predict(**plan.kwargs)
-    except DdlsimError as exc:
-        message = " ".join(str(exc).split())
+    outcome = predict_outcome(plan.kwargs, memo)
+    if isinstance(outcome, str):
         return RowResult(
             run,
             SKIPPED,
             PREDICT_ERROR,
-            message,
+            outcome,
             plan.metric,
             plan.baseline,
             notes=plan.notes,
             assumption=plan.assumption,
         )
-    if options.absolute and run.run_id in anchor_run_ids(pred.inputs["calibration"]["provenance"]):
+    ips, eff, anchors = outcome
+    if options.absolute and run.run_id in anchors:
         return RowResult(
             run,
             SKIPPED,
@@ -230,7 +274,6 @@ def validate_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> Ro
             plan.metric,
             notes=plan.notes,
         )
-    ips, eff = float(pred.images_per_sec), float(pred.scaling_efficiency)
     if plan.metric == METRIC_IPS:
         predicted, measured = ips, run.images_per_sec
     else:
