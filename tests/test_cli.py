@@ -22,7 +22,7 @@ from ddlsim.cli.main import main
 from ddlsim.execution.strategy import COMM_METHODS
 from ddlsim.system import catalog
 from ddlsim.system.specs import TRANSPORTS
-from ddlsim.workload.zoo import MODEL_NAMES, get_model
+from ddlsim.workload.zoo import get_model
 
 EXIT_USAGE = 2
 BREAKDOWN_KEYS = ("compute_s", "comm_hidden_s", "comm_exposed_s", "input_stall_s", "coordination_s")
@@ -129,7 +129,7 @@ BAD_INPUTS: list[tuple[str, list[str], list[str]]] = [
     ("comm", ["--comm", "allgather"], ["'allgather'", *COMM_METHODS]),
     ("precision", ["--precision", "fp64"], ["'fp64'", "fp32", "amp"]),
     ("engine", ["--engine", "turbo"], ["'turbo'", "fast", "detailed"]),
-    ("empty-model", ["--model", ""], ["''", *MODEL_NAMES]),
+    ("empty-model", ["--model", ""], ["''", "no zoo model is close", "predict --help"]),
     # GPU counts and node shapes
     ("gpus-0", ["--gpus", "0"], ["--gpus", "got 0"]),
     ("gpus-negative", ["--gpus", "-4"], ["--gpus", "-4"]),

@@ -76,7 +76,7 @@ def test_checkpoint_bytes_per_parameter() -> None:
         ({"node_mtbf_s": math.nan}, "be a finite number > 0 s (None: no failures), got nan"),
         ({"checkpoint_write_Bps": 0.0}, "write bandwidth must be a finite number > 0 B/s, got 0"),
         ({"recovery": "pray"}, "recovery must be one of restart, elastic, got 'pray'"),
-        ({"optimizer": "lamb"}, "optimizer must be one of sgd, momentum, adam, got 'lamb'"),
+        ({"optimizer": "adagrad"}, "optimizer must be one of sgd, momentum, adam, adamw, lamb"),
         ({"interval_s": -1.0}, "checkpoint interval must be a finite number > 0"),
         ({"mc_draws": -1}, "Monte Carlo draws must be an integer"),
         ({"restart_s": math.inf}, "restart time must be a finite number >= 0 s, got inf"),

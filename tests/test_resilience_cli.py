@@ -40,7 +40,7 @@ def test_failures_are_modelled_by_default(cli) -> None:
     assert r["monte_carlo"] is None
     kwargs = doc["inputs"]["predict_kwargs"]
     assert kwargs["node_mtbf_hours"] == DEFAULT_NODE_MTBF_HOURS
-    assert kwargs["recovery"] == "restart" and kwargs["optimizer"] == "momentum"
+    assert kwargs["recovery"] == "restart" and kwargs["optimizer"] == "auto"  # = momentum
     assert kwargs["checkpoint_interval_min"] is None and kwargs["mc_draws"] == 0
 
 
@@ -164,7 +164,10 @@ def test_bad_input_is_one_line_and_exit_2(cli, argv: tuple[str, ...], words: str
     [
         ({"node_mtbf_hours": float("inf")}, "node MTBF must be 0 (no failures) or a number"),
         ({"checkpoint_write_GBps": 0}, "checkpoint write bandwidth must be a number in"),
-        ({"optimizer": "lamb"}, "optimizer must be one of sgd, momentum, adam, got 'lamb'"),
+        (
+            {"optimizer": "adagrad"},
+            "optimizer must be one of auto, sgd, momentum, adam, adamw, lamb",
+        ),
         ({"recovery": "pray"}, "recovery must be one of restart, elastic, got 'pray'"),
         ({"rendezvous_s": -1}, "re-rendezvous time must be a finite number >= 0 s, got -1"),
         ({"mc_seed": -2}, "Monte Carlo seed must be a non-negative integer, got -2"),

@@ -154,7 +154,7 @@ BAD_CELLS = [
     ("inter_node", "carrier-pigeon", "unknown-name"),
     ("transport", "udp", "unknown-name"),
     ("comm", "mpi-magic", "unknown-name"),
-    ("precision", "fp8", "unknown-name"),
+    ("precision", "fp64", "unknown-name"),
     ("data", "imaginary", "unknown-name"),
     ("run_id", "", "no-run-id"),
     ("run_id", "G-0002", "duplicate-run-id"),
@@ -458,7 +458,7 @@ def test_assume_precision_fills_the_precision(tmp_path: Path) -> None:
         ("--cycle-time-ms", "1e9", "cycle time"),
         ("--assume-batch", "0", "positive integer"),
         ("--assume-batch", "8.5", "integer"),
-        ("--assume-precision", "fp8", "invalid choice"),
+        ("--assume-precision", "fp64", "invalid choice"),
     ],
 )
 def test_bad_option_values_are_one_error_line(

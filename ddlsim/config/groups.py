@@ -140,6 +140,20 @@ else:
     )
 
 
+def optimizer_of(w: Any) -> str:
+    """The workload's optimizer: ``auto`` is momentum SGD for the CNN zoo, AdamW for a
+    transformer (the zoo's, in any spelling, or a ``model_config`` file's)."""
+    if w.optimizer != "auto":
+        return w.optimizer
+    from ddlsim.workload.transformers.zoo import TRANSFORMER_NAMES
+    from ddlsim.workload.zoo.aliases import canonical
+
+    transformer = w.model_config is not None
+    if w.model is not None and not transformer:
+        transformer = canonical(w.model) in TRANSFORMER_NAMES
+    return "adamw" if transformer else "momentum"
+
+
 #: the groups of a job, in the order a flat record lists their fields
 GROUPS: dict[str, type] = {
     "workload": WorkloadConfig,
@@ -203,7 +217,7 @@ class JobConfig:
         return ResilienceConfig(
             node_mtbf_s=s.node_mtbf_hours * HOUR_S,
             recovery=e.recovery,
-            optimizer=optimizer or w.optimizer,
+            optimizer=optimizer or optimizer_of(w),
             checkpoint_write_Bps=s.checkpoint_write_GBps * 1e9,
             checkpoint_time_s=s.checkpoint_time_s,
             checkpoint_bytes=None if w.checkpoint_GB is None else w.checkpoint_GB * 1e9,

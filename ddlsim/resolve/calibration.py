@@ -23,7 +23,7 @@ from ddlsim.compute.stack import Stack
 from ddlsim.compute.stack import resolve as resolve_stack
 from ddlsim.compute.transformer_ops import flash_version
 from ddlsim.compute.transformer_step import Numerics
-from ddlsim.config.groups import ExecutionConfig, WorkloadConfig
+from ddlsim.config.groups import ExecutionConfig, WorkloadConfig, optimizer_of
 from ddlsim.errors import ConfigError
 from ddlsim.execution.strategy import Strategy
 from ddlsim.system.specs import Cluster, DeviceSpec
@@ -157,13 +157,6 @@ def _with_provenance(prof: ModelProfile, single_ips: float) -> ModelProfile:
     return replace(prof, provenance=provenance)
 
 
-def optimizer_of(w: WorkloadConfig, transformer: bool) -> str:
-    """The job's optimizer: ``auto`` is momentum SGD for the CNN zoo, AdamW for transformers."""
-    if w.optimizer != "auto":
-        return w.optimizer
-    return "adamw" if transformer else "momentum"
-
-
 def transformer_numerics(
     cfg: TransformerConfig, x: ExecutionConfig, device: DeviceSpec, precision: str, tf32: bool
 ) -> Numerics:
@@ -211,7 +204,7 @@ def resolve_transformer_compute(
     assert cfg is not None
     device = cluster.device
     numerics = transformer_numerics(cfg, x, device, strategy.precision, w.tf32)
-    optimizer = optimizer_of(w, transformer=True)
+    optimizer = optimizer_of(w)
     step = Step(strategy.batch_per_gpu, cfg.seq, x.grad_accum, numerics, optimizer,
                 mixed=strategy.precision != "fp32")  # fmt: skip
     spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1)

@@ -122,7 +122,7 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     )
     return Setup(
         workload, cluster, strategy, comm_model, dag, input_s, compute.source, compute.choice,
-        compute.stack, names.transformer, need, optimizer_of(w, transformer),
+        compute.stack, names.transformer, need, optimizer_of(w),
     )  # fmt: skip
 
 

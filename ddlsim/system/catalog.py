@@ -23,9 +23,10 @@ first use (FLOP/s, bytes/s, seconds, bytes), then caches the result.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
-from ddlsim.errors import ConfigError, UnknownNameError
+from ddlsim.errors import CatalogError, ConfigError, UnknownNameError
 from ddlsim.system.catalog_files import (  # noqa: F401  (_load_catalog: used by the tests)
     DEFAULT_INTER_NODE,
     MAX_GPUS,
@@ -35,9 +36,12 @@ from ddlsim.system.catalog_files import (  # noqa: F401  (_load_catalog: used by
     SCHEMA_VERSION,
     _Catalog,
     _catalog,
-    _kernel_devices,
+    _data_file,
     _load_catalog,
     _norm,
+    _parse_devices,
+    _parse_links,
+    _read_json,
 )
 from ddlsim.system.specs import TRANSPORTS, Cluster, DeviceSpec, Hop, LinkSpec
 
@@ -48,6 +52,19 @@ def device(name: str) -> DeviceSpec:
     """The GPU ``name`` (canonical id or alias, case-insensitive), figures in SI units."""
     cat = _catalog()
     return cat.devices[cat.device_id(name)]
+
+
+@lru_cache(maxsize=1)
+def _kernel_devices() -> dict[str, DeviceSpec]:
+    """The GPUs of ``kernel_devices.json`` (measured kernel files' GPUs without shipped
+    calibrations), parsed as ``devices.json`` is, against the shipped links."""
+    links_doc, links_file = _read_json(_data_file("links.json"))
+    doc, file = _read_json(_data_file("kernel_devices.json"))
+    devices = _parse_devices(doc, file, _parse_links(links_doc, links_file))["devices"]
+    clash = set(devices) & set(_catalog().devices)
+    if clash:
+        raise CatalogError(f"{file}: {', '.join(sorted(clash))} already in devices.json")
+    return devices
 
 
 def kernel_device(name: str) -> DeviceSpec:

@@ -487,16 +487,3 @@ def _load_catalog(
 @lru_cache(maxsize=1)
 def _catalog() -> _Catalog:
     return _load_catalog()
-
-
-@lru_cache(maxsize=1)
-def _kernel_devices() -> dict[str, DeviceSpec]:
-    """The GPUs of ``kernel_devices.json`` (measured kernel files' GPUs without shipped
-    calibrations), parsed as ``devices.json`` is, against the shipped links."""
-    links_doc, links_file = _read_json(_data_file("links.json"))
-    doc, file = _read_json(_data_file("kernel_devices.json"))
-    devices = _parse_devices(doc, file, _parse_links(links_doc, links_file))["devices"]
-    clash = set(devices) & set(_catalog().devices)
-    if clash:
-        raise CatalogError(f"{file}: {', '.join(sorted(clash))} already in devices.json")
-    return devices

@@ -94,8 +94,11 @@ class UnknownModelError(UnknownNameError):
         self.nearest = nearest
         if nearest:
             self.args = (f"unknown model {shown(name)}; nearest: {', '.join(nearest)}",)
-        else:  # nothing close: the zoo's names
-            self.args = (f"unknown model {shown(name)}; valid: {', '.join(valid)}",)
+        else:  # nothing close: where the zoo's names are listed (too many for one line)
+            self.args = (
+                f"unknown model {shown(name)}; no zoo model is close ('ddlsim predict --help' "
+                f"lists all {len(valid)})",
+            )
 
 
 def _key(name: str) -> str:
