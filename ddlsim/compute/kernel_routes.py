@@ -29,14 +29,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from ddlsim.compute.kernel_terms import PASSES, ConvShape, KernelModel
 from ddlsim.errors import ConfigError
 
-if TYPE_CHECKING:
-    from ddlsim.compute.kernels import ConvShape, KernelModel
-
-PASSES = ("fwd", "bwd_data", "bwd_filter")
 TILE_ROWS = 128
 TILE_COLS = (128, 64, 32, 16)
 #: tile widths of the tensor-core kernels: none narrower than 64 (cuDNN 7's Volta kernels are
