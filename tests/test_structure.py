@@ -52,8 +52,6 @@ MAX_FUNCTION_LINES = 80
 #: functions over MAX_FUNCTION_LINES that are being split now: remove each one once it is short
 LONG_FUNCTIONS_BEING_SPLIT = {
     "ddlsim/tools/validate/mapping.py:plan_row",
-    "ddlsim/tools/netcal/logs.py:_nccl_tests",
-    "ddlsim/tools/calibrate/torch_run.py:profile_pass",
 }
 
 

@@ -102,6 +102,42 @@ def _quiet_native_stderr():
         os.close(saved)
 
 
+def _provenance(
+    torch: Any, info: dict[str, Any], target: Target, precision: str, gpu: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The calibration's provenance head and device record of a profiling pass."""
+    head = {
+        "method": METHOD,
+        "framework": FRAMEWORK,
+        "created": now_utc(),
+        "host": socket.gethostname(),
+        "torch": info["torch"],
+        "cuda": info["cuda"],
+        "cudnn": info.get("cudnn"),
+        "device_name": target.device.reported_name,
+        "ddlsim": __version__,
+        "data": "synthetic",
+        "optimizer": f"momentum SGD (momentum {MOMENTUM})"
+        + (", autocast fp16, dynamic loss scaling" if precision == "amp" else ""),
+        "layout": "NCHW",
+        "time_source": "CUDA kernel time" if gpu else "CPU wall time of the ops",
+        # fp32 arithmetic on Ampere and later: PyTorch's TF32 switches as they were (convolutions
+        # default to TF32, matrix products not), the kernel model's fp32 assumes convolutions on
+        "tf32": {
+            "cudnn_convolutions": bool(torch.backends.cudnn.allow_tf32),
+            "matmul": bool(torch.backends.cuda.matmul.allow_tf32),
+        },
+    }
+    device_info = {
+        "reported_name": target.device.reported_name,
+        "torch_device": target.device.framework_name,
+        "kind": target.device.kind,
+        **target.device.details,
+        **{k: v for k, v in info.items() if k in ("cuda_build", "nvidia_driver")},
+    }
+    return head, device_info
+
+
 def profile_pass(
     model_name: str,
     batch: int,
@@ -150,35 +186,7 @@ def profile_pass(
             prof.stop()
     att = attribute(read_events(prof.events()), [la.name for la in spec.layers], gpu)
     info = torch_env.build_info(torch)
-    head = {
-        "method": METHOD,
-        "framework": FRAMEWORK,
-        "created": now_utc(),
-        "host": socket.gethostname(),
-        "torch": info["torch"],
-        "cuda": info["cuda"],
-        "cudnn": info.get("cudnn"),
-        "device_name": target.device.reported_name,
-        "ddlsim": __version__,
-        "data": "synthetic",
-        "optimizer": f"momentum SGD (momentum {MOMENTUM})"
-        + (", autocast fp16, dynamic loss scaling" if precision == "amp" else ""),
-        "layout": "NCHW",
-        "time_source": "CUDA kernel time" if gpu else "CPU wall time of the ops",
-        # fp32 arithmetic on Ampere and later: PyTorch's TF32 switches as they were (convolutions
-        # default to TF32, matrix products not), the kernel model's fp32 assumes convolutions on
-        "tf32": {
-            "cudnn_convolutions": bool(torch.backends.cudnn.allow_tf32),
-            "matmul": bool(torch.backends.cuda.matmul.allow_tf32),
-        },
-    }
-    device_info = {
-        "reported_name": target.device.reported_name,
-        "torch_device": target.device.framework_name,
-        "kind": target.device.kind,
-        **target.device.details,
-        **{k: v for k, v in info.items() if k in ("cuda_build", "nvidia_driver")},
-    }
+    head, device_info = _provenance(torch, info, target, precision, gpu)
     extra = {"cpu_threads": torch.get_num_threads()}
     measured = Measured(att, grad_bytes, statistics.median(untraced), steps, warmup_steps)
     profile_ = attributed_profile(

@@ -132,66 +132,82 @@ def _version_from_code(code: str) -> str:
     return f"{n // 1000}.{n % 1000 // 100}.{n % 100}"
 
 
-def _nccl_tests(p: Path, text: str, collective: str | None) -> Measurement:
-    found: set[str] = set()
-    ranks: dict[int, tuple[str, str]] = {}
-    env: dict[str, str] = {}
-    version = header = transport = None
+@dataclass
+class _Scan:
+    """What one pass over an nccl-tests log found: its header and NCCL lines, the ranks, the
+    environment, the size table's columns and rows, and whether its footer came after them."""
+
+    found: set[str] = field(default_factory=set)
+    ranks: dict[int, tuple[str, str]] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    version: str | None = None
+    header: str | None = None
+    transport: str | None = None
     columns: list[str] | None = None
-    rows: list[tuple[int, list[str]]] = []
-    footer_after_rows = False
-    for number, line in enumerate(text.splitlines(), 1):
-        s = line.strip()
-        if m := _TESTS_VERSION.match(s):
-            header = s
-            if m[2]:
-                version = version or _version_from_code(m[2])
-        if m := _NCCL_VERSION.search(s):
-            version = m[1]
-        if m := _STARTING.search(s):
-            found.add(m[1])
-        if m := _RANK.match(s):
-            ranks[int(m[1])] = (m[2], m[4])
-        for key, value in _ENV.findall(s):
-            env[key.upper()] = value
-        if m := _NET_LINE.search(s):
-            transport = _NET.get(m[1].lower(), transport)
-        if s.startswith("#"):
-            names = s.lstrip("#").split()
-            if {"time", "algbw", "busbw"} <= set(names) and names[0] in ("size", "bytes"):
-                if rows:
-                    found.add("a second table")
-                columns = names
-            elif s.lstrip("#").strip().lower().startswith("avg bus bandwidth") and rows:
-                footer_after_rows = True
-            continue
-        fields = s.split()
-        if columns is None or not fields or not fields[0].isdigit():
-            continue
-        if footer_after_rows:
-            raise ConfigError(f"{p}:{number}: size rows after the table's footer (two runs?)")
-        if len(fields) < len(columns):
-            raise ConfigError(
-                f"{p}:{number}: truncated table: {len(fields)} field(s), the header has "
-                f"{len(columns)}"
-            )
-        rows.append((number, fields))
-    if "a second table" in found:
+    rows: list[tuple[int, list[str]]] = field(default_factory=list)
+    footer_after_rows: bool = False
+
+
+def _scan_line(p: Path, number: int, s: str, scan: _Scan) -> None:
+    """Take one stripped line of an nccl-tests log into ``scan``."""
+    if m := _TESTS_VERSION.match(s):
+        scan.header = s
+        if m[2]:
+            scan.version = scan.version or _version_from_code(m[2])
+    if m := _NCCL_VERSION.search(s):
+        scan.version = m[1]
+    if m := _STARTING.search(s):
+        scan.found.add(m[1])
+    if m := _RANK.match(s):
+        scan.ranks[int(m[1])] = (m[2], m[4])
+    for key, value in _ENV.findall(s):
+        scan.env[key.upper()] = value
+    if m := _NET_LINE.search(s):
+        scan.transport = _NET.get(m[1].lower(), scan.transport)
+    if s.startswith("#"):
+        names = s.lstrip("#").split()
+        if {"time", "algbw", "busbw"} <= set(names) and names[0] in ("size", "bytes"):
+            if scan.rows:
+                scan.found.add("a second table")
+            scan.columns = names
+        elif s.lstrip("#").strip().lower().startswith("avg bus bandwidth") and scan.rows:
+            scan.footer_after_rows = True
+        return
+    fields = s.split()
+    if scan.columns is None or not fields or not fields[0].isdigit():
+        return
+    if scan.footer_after_rows:
+        raise ConfigError(f"{p}:{number}: size rows after the table's footer (two runs?)")
+    if len(fields) < len(scan.columns):
+        raise ConfigError(
+            f"{p}:{number}: truncated table: {len(fields)} field(s), the header has "
+            f"{len(scan.columns)}"
+        )
+    scan.rows.append((number, fields))
+
+
+def _check_table(p: Path, scan: _Scan) -> None:
+    """One finished size table, or a ConfigError saying what is wrong with it."""
+    if "a second table" in scan.found:
         raise ConfigError(f"{p}: two size tables in one log (one run per log)")
-    if columns is None or not rows:
+    if scan.columns is None or not scan.rows:
         raise ConfigError(
             f"{p}: no size rows (expected an nccl-tests table: size, count, type, ..., time, "
             "algbw, busbw)"
         )
-    if not footer_after_rows:
+    if not scan.footer_after_rows:
         raise ConfigError(
-            f"{p}:{rows[-1][0]}: truncated table: no '# Avg bus bandwidth' line after the last "
-            "size row (the run did not finish?)"
+            f"{p}:{scan.rows[-1][0]}: truncated table: no '# Avg bus bandwidth' line after the "
+            "last size row (the run did not finish?)"
         )
-    name = _collective_name(p, found, collective)
-    size_at, time_at = columns.index(columns[0]), columns.index("time")
+
+
+def _sizes_and_times(p: Path, scan: _Scan) -> tuple[list[float], list[float]]:
+    """Bytes and seconds of the table's rows that move bytes."""
+    assert scan.columns is not None
+    size_at, time_at = 0, scan.columns.index("time")
     sizes, times = [], []
-    for number, fields in rows:
+    for number, fields in scan.rows:
         try:
             size, time_us = float(fields[size_at]), float(fields[time_at])
         except ValueError:
@@ -204,12 +220,22 @@ def _nccl_tests(p: Path, text: str, collective: str | None) -> Measurement:
         times.append(time_us * 1e-6)
     if not sizes:
         raise ConfigError(f"{p}: no size rows with bytes to move")
+    return sizes, times
+
+
+def _nccl_tests(p: Path, text: str, collective: str | None) -> Measurement:
+    scan = _Scan()
+    for number, line in enumerate(text.splitlines(), 1):
+        _scan_line(p, number, line.strip(), scan)
+    _check_table(p, scan)
+    name = _collective_name(p, scan.found, collective)
+    sizes, times = _sizes_and_times(p, scan)
+    ranks = scan.ranks
     order = sorted(ranks)
     if order and order != list(range(len(order))):
         raise ConfigError(f"{p}: rank lines {order} are not 0..N-1 (a truncated rank list?)")
-    algo, proto = _forced(env)
-    if env.get("NCCL_IB_DISABLE") == "1":
-        transport = "tcp"
+    algo, proto = _forced(scan.env)
+    transport = "tcp" if scan.env.get("NCCL_IB_DISABLE") == "1" else scan.transport
     return Measurement(
         path=str(p),
         format="nccl-tests",
@@ -220,12 +246,12 @@ def _nccl_tests(p: Path, text: str, collective: str | None) -> Measurement:
         n_ranks=len(order) or None,
         hosts=tuple(ranks[r][0] for r in order),
         devices=tuple(ranks[r][1] for r in order),
-        nccl_version=version,
+        nccl_version=scan.version,
         algorithm=algo,
         protocol=proto,
         transport=transport,
-        env=env,
-        header=header or "",
+        env=scan.env,
+        header=scan.header or "",
     )
 
 
