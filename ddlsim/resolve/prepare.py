@@ -34,7 +34,7 @@ from ddlsim.resolve.calibration import (  # noqa: F401  (tf32_applies, job_stack
     tf32_applies,
 )
 from ddlsim.resolve.execution import resolve_comm, resolve_strategy
-from ddlsim.resolve.system import resolve_system
+from ddlsim.resolve.system import instance_system, resolve_system
 from ddlsim.system.specs import Cluster
 from ddlsim.workload.transformers.config import TransformerConfig
 from ddlsim.workload.transformers.memory import Memory
@@ -90,6 +90,7 @@ def prepare(job: JobConfig) -> Setup:
 
 
 def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
+    s = instance_system(s)
     names = resolve_names(w, s.gpu)
     transformer = names.transformer is not None
     if not transformer:

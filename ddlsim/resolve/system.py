@@ -8,11 +8,13 @@ measured collectives, the network fit and the track record all resolve clusters 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from ddlsim.calibration import network as netcal_file
 from ddlsim.config.groups import SystemConfig
 from ddlsim.system import catalog
+from ddlsim.system.instances import with_instance
 from ddlsim.system.specs import Cluster
 
 
@@ -29,3 +31,13 @@ def resolve_system(
     if network is None and s.network_calibration is not None:
         network = netcal_file.load(s.network_calibration)
     return cluster if network is None else netcal_file.apply(network, cluster)
+
+
+def instance_system(s: SystemConfig) -> SystemConfig:
+    """``s`` with its ``instance``'s GPU, GPUs per node, fabric, network and adapters where
+    ``s`` leaves them unset (:func:`ddlsim.system.instances.with_instance`)."""
+    if s.instance is None:
+        return s
+    keys = ("gpu", "gpus_per_node", "intra_node", "inter_node", "nics_per_node")
+    filled = with_instance({k: getattr(s, k) for k in keys}, s.instance)
+    return replace(s, **filled)

@@ -13,6 +13,7 @@ from ddlsim.config.knob import (
 from ddlsim.resilience import config as rc
 from ddlsim.system import catalog
 from ddlsim.system.catalog_files import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE
+from ddlsim.system.instances import instance, instance_names
 from ddlsim.system.specs import TRANSPORTS
 
 #: the system group's knobs, in field order
@@ -38,6 +39,20 @@ ROWS: tuple[Knob, ...] = (
             "p100-sxm2, DGX-1)"
         ),
         names=catalog.device_names,
+    ),
+    Knob(
+        "instance",
+        "system",
+        None,
+        "str | None",
+        "--instance",
+        lambda: (
+            "a cloud instance type, which sets --gpu, --gpus-per-node, --intra-node, "
+            f"--inter-node and --nics-per-node from its provider's table: "
+            f"{', '.join(instance_names())}"
+        ),
+        check=optional(lambda v: instance(v)),
+        metavar="TYPE",
     ),
     Knob(
         "gpus_per_node",
