@@ -193,6 +193,12 @@ def test_cli_text_json_and_absolute(small: Path, capsys) -> None:
 #: the real file's anchored single-node scaling MAPE measured on 2026-11-27 (7.5%: ddp 5.2%,
 #: horovod-nccl 10.2%, other 4.5%; 426 rows), with a margin of one point
 SINGLE_NODE_MAPE_BOUND = 0.085
+README = " ".join((REAL.parents[2] / "README.md").read_text(encoding="utf-8").split())
+
+
+def _pct(errors, signed: bool = False) -> str:
+    value = sum(errors) if signed else sum(map(abs, errors))
+    return f"{100 * value / len(errors):{'+' if signed else ''}.1f}%"
 
 
 def test_the_real_files_anchored_single_node_mape_stays_under_its_measured_figure() -> None:
@@ -201,3 +207,10 @@ def test_the_real_files_anchored_single_node_mape_stays_under_its_measured_figur
     assert len(rows) >= 400
     mape = sum(abs(r.rel_error) for r in rows) / len(rows)
     assert mape <= SINGLE_NODE_MAPE_BOUND
+    # the README's figures (its validation section), from this run
+    errors = [r.rel_error for r in rows]
+    quoted = f"{len(rows)} rows: single-node MAPE {_pct(errors)} (bias {_pct(errors, True)})"
+    assert quoted in README, quoted
+    for comm in ("ddp", "horovod-nccl", "other"):
+        group = [r.rel_error for r in rows if r.run.comm == comm]
+        assert f"{_pct(group)} ({len(group)}" in README, (comm, _pct(group), len(group))
