@@ -23,7 +23,7 @@ import io
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -295,10 +295,8 @@ def load_runs(path: str | os.PathLike[str]) -> RunsFile:
 
     File-level defects raise :class:`ConfigError` (module docstring). A header with
     ``samples_per_sec`` or ``tokens_per_sec`` and no ``images_per_sec`` is the transformer
-    schema's (:mod:`~ddlsim.tools.validate.transformer_runs`).
+    schema's (:mod:`~ddlsim.tools.validate.transformer_runs`, :func:`transformer_run`).
     """
-    from ddlsim.tools.validate.transformer_runs import is_transformer_header, transformer_run
-
     path = Path(path)
     reader = csv.reader(io.StringIO(_decode(path), newline=""), strict=True)
     header = _header(path, reader)
@@ -404,6 +402,45 @@ def _run(cells: _Cells, line: int) -> Run:
             "scaling_efficiency", MIN_SCALING_EFFICIENCY, MAX_SCALING_EFFICIENCY
         ),
         **shared,
+    )
+
+
+TRANSFORMERS = "transformers"
+#: the longest sequence a row may state (tokens; a million: far beyond the zoo's positions)
+MAX_SEQ_LEN = 1 << 20
+#: a run's tokens/s: up to the samples/s bound times a thousand-token sequence
+MAX_TOKENS_PER_SEC = MAX_RUN_IMAGES_PER_SEC * 1000
+
+
+def is_transformer_header(header: Sequence[str]) -> bool:
+    """Whether a measured-runs header is the transformer schema's."""
+    values = {"samples_per_sec", "tokens_per_sec"}
+    return "images_per_sec" not in header and bool(values & set(header))
+
+
+def transformer_run(cells: _Cells, line: int) -> Run:
+    """One row of the transformer schema as a :class:`Run`
+    (:mod:`~ddlsim.tools.validate.transformer_runs`)."""
+    gpus = cells.integer("gpus", MAX_GPUS, required=True)
+    assert gpus is not None
+    seq_len = cells.integer("seq_len", MAX_SEQ_LEN)
+    samples = cells.number("samples_per_sec", MIN_IMAGES_PER_SEC, MAX_RUN_IMAGES_PER_SEC)
+    tokens = cells.number("tokens_per_sec", MIN_IMAGES_PER_SEC, MAX_TOKENS_PER_SEC)
+    if samples is None and tokens is not None and seq_len is not None:
+        samples = tokens / seq_len
+    return Run(
+        line=line,
+        gpu=cells.text("gpu"),
+        gpus=gpus,
+        nics_per_node=None,
+        n_ps=None,
+        images_per_sec=samples,
+        scaling_efficiency=None,
+        **shared_cells(cells),
+        schema=TRANSFORMERS,
+        task=cells.text("task"),
+        seq_len=seq_len,
+        tokens_per_sec=tokens,
     )
 
 
