@@ -50,6 +50,13 @@ skipped rows, each with a code and a reason (a bad cell or row: its line, column
   without TF32, a fused batch norm on NCHW or fp32), framework-not-modelled (--absolute: oneflow,
   paddle), predict-error (any error ddlsim raises for the row). The rest of the file is
   validated.
+transformer runs (traces/measured/README_transformers.md; recognised by samples_per_sec /
+tokens_per_sec): tokens/s rows are scored in samples/s (tokens/s / seq_len); the baseline
+also shares task, seq_len and variant but grad-accum-N; variant grad-accum-N, act-ckpt,
+flash-attn (else unfused attention), lamb (else adamw), xla, tf32 (fp32 without it: tf32
+off), bf16 and fp8 (with amp) set the row's numerics; comm other -> ddp where the note names a
+flat all-reduce. Skips of their own: sharded (fsdp, zero1), gpu-ambiguous (empty gpu),
+no-seq-len; bf16 on a V100 and the like are not-runnable.
 software stack: the framework column (tensorflow, pytorch, mxnet) and the variant tokens
 channels_last (-> --layout nhwc), xla (-> --fusion xla), dali (-> --input-pipeline dali), tf32
 and apex-ddp set the row's stack; the compute is re-timed for it by per-layer model ratios.

@@ -225,6 +225,10 @@ def resolve_transformer_compute(
             f"GPU has {need.capacity_bytes / 1e9:.1f} GB; try a smaller --batch, "
             "--activation-checkpointing or --attention flash"
         )
+    if w.single_gpu_throughput is not None:  # the step's samples at the anchor's rate
+        samples = strategy.batch_per_gpu * x.grad_accum
+        prof = prof.scaled((samples / w.single_gpu_throughput) / prof.step_time_s)
+        prof = _with_provenance(prof, w.single_gpu_throughput)
     workload = Workload.build(spec, prof)
     stack = Stack(x.framework, "nhwc", x.fusion or "none")
     return Compute(workload, None, None, stack), need

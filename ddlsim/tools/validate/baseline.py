@@ -2,9 +2,11 @@
 
 The schema's rule (``traces/measured/README.md``): a multi-GPU row's baseline is a row of the
 same ``source_id``, ``model``, ``gpu``, ``batch_per_gpu``, ``precision``, ``data`` and
-``framework`` with ``comm`` single or ``gpus`` 1. Where several rows qualify (several platforms,
-series or tables of one source), the schema says ``note`` and ``variant`` tell them apart, so
-candidates are ranked, most important first, by:
+``framework`` with ``comm`` single or ``gpus`` 1 (a transformer row's also the same ``task``,
+``seq_len`` and ``variant`` but ``grad-accum-N``: ``traces/measured/README_transformers.md``).
+Where several rows qualify (several platforms, series or tables of one source), the schema
+says ``note`` and ``variant`` tell them apart, so candidates are ranked, most important
+first, by:
 
 1. agreement with a speedup the row's note states (``speedup 10.0x``, ``speedup 3.84``): the
    candidate's throughput times the speedup must give the row's throughput to the speedup's
@@ -41,7 +43,18 @@ class BaselineChoice:
 def baseline_key(run: Run, *, with_batch: bool = True) -> tuple:
     """The columns a baseline must share with the row (the batch can be left out)."""
     batch = run.batch_per_gpu if with_batch else None
-    return (run.source_id, run.model, run.gpu, batch, run.precision, run.data, run.framework)
+    return (
+        run.source_id,
+        run.model,
+        run.gpu,
+        batch,
+        run.precision,
+        run.data,
+        run.framework,
+        run.task,
+        run.seq_len,
+        run.baseline_variant,
+    )
 
 
 class BaselineIndex:

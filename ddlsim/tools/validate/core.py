@@ -20,6 +20,7 @@ from ddlsim.errors import DdlsimError
 from ddlsim.tools.validate.baseline import BaselineIndex
 from ddlsim.tools.validate.mapping import METRIC_IPS, ValidateOptions, plan_row, with_assumed_cells
 from ddlsim.tools.validate.runs import RowDefect, Run, RunsFile
+from ddlsim.tools.validate.transformer_mapping import plan_transformer_row
 
 PREDICTED = "predicted"
 SKIPPED = "skipped"
@@ -240,7 +241,7 @@ def validate_row(
 ) -> RowResult:
     """Predict one row; a :class:`DdlsimError` becomes the skip reason. ``memo``: predictions
     already made in this run (:func:`predict_outcome`)."""
-    plan = plan_row(run, index, options)
+    plan = (plan_row if run.schema == "cnn" else plan_transformer_row)(run, index, options)
     if plan.kwargs is None:
         return RowResult(
             run,

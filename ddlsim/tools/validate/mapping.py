@@ -164,17 +164,11 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         run = with_assumed_cells(run, options)
         notes.append(f"precision not stated: {run.precision} assumed (--assume-precision)")
     multi_node = run.multi_node
-    network_assumed = None
-    if multi_node and run.inter_node in ("", "none"):
-        if options.assume_inter_node is None:
-            return _skip("network-unknown", "multi-node run without a stated network (inter_node)")
-        nics = options.assume_nics_per_node or run.nics_per_node or 1
-        run = replace(run, inter_node=options.assume_inter_node, nics_per_node=nics)
-        network_assumed = (
-            f"inter_node not stated: {options.assume_inter_node} with {nics} NIC(s) per node "
-            "assumed (--assume-inter-node)"
-        )
-        notes.append(network_assumed)
+    network = assume_network(run, options)
+    if isinstance(network, RowPlan):
+        return network
+    run, network_assumed = network
+    notes.extend([network_assumed] if network_assumed else [])
     batch, choice, batch_notes = _batch_and_baseline(run, index, options)
     if batch is None:
         if choice.run is not None:
@@ -197,23 +191,8 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         if metric != METRIC_EFFICIENCY or choice.code != "no-baseline":
             return _skip(choice.code, choice.reason)
         notes.append(f"compute not anchored: {_no_anchor(choice)}")
-    kwargs: dict[str, Any] = {
-        "model": run.model,
-        "gpus": run.gpus,
-        "gpu": run.gpu,
-        "gpus_per_node": run.gpus_per_node,
-        "intra_node": run.intra_node or None,
-        "inter_node": run.inter_node or None,
-        "transport": (run.transport or None) if multi_node else None,
-        "nics_per_node": run.nics_per_node or 1,
-        "comm": comm,
-        "n_ps": run.n_ps,
-        "batch": batch,
-        "precision": run.precision,
-        "data": run.data or "synthetic",
-        "single_gpu_throughput": baseline.images_per_sec if baseline else None,
-        **options.predict_kwargs(),
-    }
+    kwargs = cluster_kwargs(run, comm, baseline, options)
+    kwargs.update(n_ps=run.n_ps, batch=batch, precision=run.precision)
     notes.extend(_defaults_notes(run, multi_node))
     unmapped = []
     for token in run.variant:
@@ -243,6 +222,43 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         tuple(notes),
         anchored=baseline is not None,
         assumption=assumption,
+    )
+
+
+def cluster_kwargs(
+    run: Run, comm: str, baseline: Run | None, options: ValidateOptions
+) -> dict[str, Any]:
+    """predict's keywords of the row's cluster, method, data and anchor (the baseline's
+    throughput), and the options every row takes."""
+    return {
+        "model": run.model,
+        "gpus": run.gpus,
+        "gpu": run.gpu,
+        "gpus_per_node": run.gpus_per_node,
+        "intra_node": run.intra_node or None,
+        "inter_node": run.inter_node or None,
+        "transport": (run.transport or None) if run.multi_node else None,
+        "nics_per_node": run.nics_per_node or 1,
+        "comm": comm,
+        "data": run.data or "synthetic",
+        "single_gpu_throughput": baseline.images_per_sec if baseline else None,
+        **options.predict_kwargs(),
+    }
+
+
+def assume_network(run: Run, options: ValidateOptions) -> tuple[Run, str | None] | RowPlan:
+    """``run`` with the network ``--assume-inter-node`` gives a multi-node row that states
+    none, and the note saying so (None: nothing assumed); the skip when there is none to
+    give (``network-unknown``)."""
+    if not run.multi_node or run.inter_node not in ("", "none"):
+        return run, None
+    if options.assume_inter_node is None:
+        return _skip("network-unknown", "multi-node run without a stated network (inter_node)")
+    nics = options.assume_nics_per_node or run.nics_per_node or 1
+    run = replace(run, inter_node=options.assume_inter_node, nics_per_node=nics)
+    return run, (
+        f"inter_node not stated: {options.assume_inter_node} with {nics} NIC(s) per node "
+        "assumed (--assume-inter-node)"
     )
 
 

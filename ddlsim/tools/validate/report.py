@@ -19,6 +19,8 @@ _GROUP_TITLES = {
     "by_metric": "by validated metric",
     "by_compute": "by compute calibration",
     "by_gpu_precision_framework": "by GPU, precision and framework",
+    "by_method_nodes": "by comm method and node count",
+    "single_gpu_by_gpu_precision_framework": "1-GPU rows by GPU, precision and framework",
 }
 
 

@@ -23,9 +23,10 @@ import io
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ddlsim.calibration.profile import MAX_RUN_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
 from ddlsim.errors import ConfigError, shown
@@ -60,6 +61,8 @@ COLUMNS: tuple[str, ...] = (
 OPTIONAL_COLUMNS: tuple[str, ...] = ("nics_per_node",)
 REQUIRED_COLUMNS = ("run_id", "model", "gpu", "gpus")
 VALUE_COLUMNS = ("images_per_sec", "scaling_efficiency")
+#: the value columns of the transformer schema (``traces/measured/README_transformers.md``)
+TRANSFORMER_VALUE_COLUMNS = ("samples_per_sec", "tokens_per_sec")
 
 #: skip codes of rows the lenient reader rejects
 BAD_FIELDS = "bad-fields"
@@ -111,6 +114,13 @@ class Run:
     scaling_efficiency: float | None
     from_figure: bool
     note: str
+    #: the transformer schema's (``traces/measured/README_transformers.md``) cells; a CNN
+    #: row leaves them empty. ``images_per_sec`` holds its samples/s: the stated one, else
+    #: the stated ``tokens_per_sec`` over ``seq_len``
+    schema: str = "cnn"
+    task: str = ""
+    seq_len: int | None = None
+    tokens_per_sec: float | None = None
 
     @property
     def is_single_gpu(self) -> bool:
@@ -129,6 +139,15 @@ class Run:
     def variant_text(self) -> str:
         """The variant tokens as written in the file (``;``-separated)."""
         return ";".join(self.variant)
+
+    @property
+    def baseline_variant(self) -> tuple[str, ...] | None:
+        """The variant a transformer row's baseline must share (its tokens but
+        ``grad-accum-N``: one GPU communicates nothing); ``None`` for a CNN row (variant only
+        ranks its candidates, :mod:`~ddlsim.tools.validate.baseline`)."""
+        if self.schema == "cnn":
+            return None
+        return tuple(t for t in self.variant if not t.startswith("grad-accum-"))
 
 
 @dataclass(frozen=True)
@@ -263,24 +282,30 @@ def _header(path: Path, reader) -> list[str]:
     twice = sorted(c for c, n in Counter(header).items() if c and n > 1)
     if twice:
         raise ConfigError(f"{path}:1: header names column(s) {', '.join(twice)} more than once")
-    if not any(c in header for c in VALUE_COLUMNS):
-        raise ConfigError(f"{path}:1: header has neither images_per_sec nor scaling_efficiency")
+    if not any(c in header for c in (*VALUE_COLUMNS, *TRANSFORMER_VALUE_COLUMNS)):
+        raise ConfigError(
+            f"{path}:1: header has neither images_per_sec nor scaling_efficiency (nor the "
+            "transformer schema's samples_per_sec or tokens_per_sec)"
+        )
     return header
 
 
 def load_runs(path: str | os.PathLike[str]) -> RunsFile:
     """Read a measured-runs CSV leniently: bad rows become :class:`RowDefect` entries.
 
-    File-level defects raise :class:`ConfigError` (module docstring).
+    File-level defects raise :class:`ConfigError` (module docstring). A header with
+    ``samples_per_sec`` or ``tokens_per_sec`` and no ``images_per_sec`` is the transformer
+    schema's (:mod:`~ddlsim.tools.validate.transformer_runs`, :func:`transformer_run`).
     """
     path = Path(path)
     reader = csv.reader(io.StringIO(_decode(path), newline=""), strict=True)
     header = _header(path, reader)
+    build = transformer_run if is_transformer_header(header) else _run
     table = RunsFile(path, [], [])
     seen: dict[str, int] = {}
     try:
         for fields, skip in csv_rows(reader):
-            _add_row(table, seen, header, fields or [], skip, reader.line_num)
+            _add_row(table, seen, header, fields or [], skip, reader.line_num, build)
     except csv.Error as exc:
         raise ConfigError(f"{path}:{reader.line_num}: malformed CSV: {exc}") from None
     return table
@@ -293,9 +318,11 @@ def _add_row(
     fields: list[str],
     skip: str,
     line: int,
+    build: Callable[[_Cells, int], Run],
 ) -> None:
-    """Add one data row to ``table``: a :class:`Run`, or a :class:`RowDefect` with the reason
-    (``skip``: why the CSV reader could not split it); ``seen``: run_id -> its line."""
+    """Add one data row to ``table``: a :class:`Run` (made by ``build``), or a
+    :class:`RowDefect` with the reason (``skip``: why the CSV reader could not split it);
+    ``seen``: run_id -> its line."""
     if skip:
         table.defects.append(RowDefect(line, BAD_FIELDS, skip))
         return
@@ -317,7 +344,7 @@ def _add_row(
                 "run_id",
                 run_id,
             )
-        run = _run(_Cells(record), line)
+        run = build(_Cells(record), line)
     except _RowError as err:
         table.defects.append(
             RowDefect(line, err.code, err.reason, run_id, source_id, err.column, err.value)
@@ -337,34 +364,83 @@ def read_runs(path: str | os.PathLike[str]) -> list[Run]:
     return table.runs
 
 
+def shared_cells(cells: _Cells) -> dict[str, Any]:
+    """The cells the CNN and transformer schemas share, typed as :class:`Run` holds them."""
+    return {
+        "run_id": cells.text("run_id"),
+        "source_id": cells.text("source_id"),
+        "model": cells.required("model"),
+        "gpus_per_node": cells.integer("gpus_per_node", MAX_GPUS_PER_NODE),
+        "intra_node": cells.text("intra_node"),
+        "inter_node": cells.text("inter_node"),
+        "transport": cells.text("transport"),
+        "comm": cells.text("comm"),
+        "variant": tuple(t.strip() for t in cells.text("variant").split(";") if t.strip()),
+        "framework": cells.text("framework"),
+        "batch_per_gpu": cells.integer("batch_per_gpu", MAX_BATCH_PER_GPU),
+        "precision": cells.text("precision"),
+        "data": cells.text("data"),
+        "from_figure": cells.text("from_figure") == "1",
+        "note": cells.text("note"),
+    }
+
+
 def _run(cells: _Cells, line: int) -> Run:
     gpus = cells.integer("gpus", MAX_GPUS, required=True)
     assert gpus is not None
+    cells.required("model")  # its defect comes before the gpu's
+    gpu = cells.required("gpu")
+    shared = shared_cells(cells)
     return Run(
         line=line,
-        run_id=cells.text("run_id"),
-        source_id=cells.text("source_id"),
-        model=cells.required("model"),
-        gpu=cells.required("gpu"),
+        gpu=gpu,
         gpus=gpus,
-        gpus_per_node=cells.integer("gpus_per_node", MAX_GPUS_PER_NODE),
-        intra_node=cells.text("intra_node"),
-        inter_node=cells.text("inter_node"),
-        transport=cells.text("transport"),
         nics_per_node=cells.integer("nics_per_node", MAX_NICS_PER_NODE),
-        comm=cells.text("comm"),
         n_ps=cells.integer("n_ps", MAX_GPUS),
-        variant=tuple(t.strip() for t in cells.text("variant").split(";") if t.strip()),
-        framework=cells.text("framework"),
-        batch_per_gpu=cells.integer("batch_per_gpu", MAX_BATCH_PER_GPU),
-        precision=cells.text("precision"),
-        data=cells.text("data"),
         images_per_sec=cells.number("images_per_sec", MIN_IMAGES_PER_SEC, MAX_RUN_IMAGES_PER_SEC),
         scaling_efficiency=cells.number(
             "scaling_efficiency", MIN_SCALING_EFFICIENCY, MAX_SCALING_EFFICIENCY
         ),
-        from_figure=cells.text("from_figure") == "1",
-        note=cells.text("note"),
+        **shared,
+    )
+
+
+TRANSFORMERS = "transformers"
+#: the longest sequence a row may state (tokens; a million: far beyond the zoo's positions)
+MAX_SEQ_LEN = 1 << 20
+#: a run's tokens/s: up to the samples/s bound times a thousand-token sequence
+MAX_TOKENS_PER_SEC = MAX_RUN_IMAGES_PER_SEC * 1000
+
+
+def is_transformer_header(header: Sequence[str]) -> bool:
+    """Whether a measured-runs header is the transformer schema's."""
+    values = {"samples_per_sec", "tokens_per_sec"}
+    return "images_per_sec" not in header and bool(values & set(header))
+
+
+def transformer_run(cells: _Cells, line: int) -> Run:
+    """One row of the transformer schema as a :class:`Run`
+    (:mod:`~ddlsim.tools.validate.transformer_runs`)."""
+    gpus = cells.integer("gpus", MAX_GPUS, required=True)
+    assert gpus is not None
+    seq_len = cells.integer("seq_len", MAX_SEQ_LEN)
+    samples = cells.number("samples_per_sec", MIN_IMAGES_PER_SEC, MAX_RUN_IMAGES_PER_SEC)
+    tokens = cells.number("tokens_per_sec", MIN_IMAGES_PER_SEC, MAX_TOKENS_PER_SEC)
+    if samples is None and tokens is not None and seq_len is not None:
+        samples = tokens / seq_len
+    return Run(
+        line=line,
+        gpu=cells.text("gpu"),
+        gpus=gpus,
+        nics_per_node=None,
+        n_ps=None,
+        images_per_sec=samples,
+        scaling_efficiency=None,
+        **shared_cells(cells),
+        schema=TRANSFORMERS,
+        task=cells.text("task"),
+        seq_len=seq_len,
+        tokens_per_sec=tokens,
     )
 
 

@@ -19,7 +19,11 @@ from typing import Any
 
 import numpy as np
 
+from ddlsim.config.groups import SystemConfig
+from ddlsim.config.track_record import regime
+from ddlsim.resolve.system import resolve_system
 from ddlsim.tools.validate.core import PREDICTED, RowResult, network_label
+from ddlsim.tools.validate.runs import Run
 
 #: summary groupings: JSON key -> row attribute
 GROUPS: dict[str, Callable[[RowResult], str]] = {
@@ -32,14 +36,29 @@ GROUPS: dict[str, Callable[[RowResult], str]] = {
 }
 #: the grouping of ``validate --absolute``: what sets one GPU's speed
 STACK_GROUP = "by_gpu_precision_framework"
+#: the groupings of a transformer file (``traces/measured/README_transformers.md``): the
+#: scaling error by method and node count, and (``--absolute``) the 1-GPU rows' own error
+METHOD_NODES_GROUP = "by_method_nodes"
+SINGLE_STACK_GROUP = "single_gpu_by_gpu_precision_framework"
+
+
+def run_nodes(run: Run) -> int:
+    """The nodes a row runs on, as predicted: predict's default node size where not stated."""
+    system = SystemConfig(gpus=run.gpus, gpu=run.gpu, gpus_per_node=run.gpus_per_node)
+    return resolve_system(system, run.gpu).n_nodes
+
+
+def method_nodes_label(r: RowResult) -> str:
+    """``ddp | 2-8 nodes``: the row's method and node-count regime."""
+    return f"{r.run.comm} | {regime(run_nodes(r.run))}"
 
 
 def stack_label(r: RowResult) -> str:
     """``a100 fp32/tf32 pytorch``: the GPU, the numerics (TF32 where the row says so) and the
     framework of a row."""
     run = r.run
-    tf32 = "/tf32" if "tf32" in run.variant else ""
-    return f"{run.gpu} {run.precision or '?'}{tf32} {run.framework or '?'}"
+    numerics = "".join(f"/{t}" for t in ("tf32", "bf16", "fp8") if t in run.variant)
+    return f"{run.gpu} {run.precision or '?'}{numerics} {run.framework or '?'}"
 
 
 def error_stats(results: Sequence[RowResult]) -> dict[str, Any]:
@@ -97,6 +116,11 @@ def summarise(results: Sequence[RowResult], *, absolute: bool = False) -> dict[s
     if absolute:
         summary["absolute"] = True
         summary[STACK_GROUP] = grouped(headline, stack_label)
+    if any(r.run is not None and r.run.schema != "cnn" for r in results):
+        summary[METHOD_NODES_GROUP] = grouped(headline, method_nodes_label)
+        if absolute:
+            single = [r for r in headline if r.run.gpus == 1]
+            summary[SINGLE_STACK_GROUP] = grouped(single, stack_label)
     summary["catalog_assumption"] = {
         "overall": error_stats(assumed),
         "by_network": grouped(assumed, GROUPS["by_network"]),

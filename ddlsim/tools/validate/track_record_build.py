@@ -7,11 +7,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ddlsim.config.groups import SystemConfig
 from ddlsim.config.track_record import ASSUMED_PASS, REGIMES, regime
-from ddlsim.resolve.system import resolve_system
 from ddlsim.tools.validate.core import PREDICTED
-from ddlsim.tools.validate.stats import error_stats
+from ddlsim.tools.validate.stats import error_stats, run_nodes
 
 
 def _entry(rows: Sequence[Any]) -> dict[str, Any]:
@@ -49,16 +47,12 @@ def summarise(
     the default (anchored) pass, the large-N rows under their era's configuration, and an
     ``--absolute`` pass whose 1-GPU rows give the compute's own error per GPU and precision."""
 
-    def nodes(run: Any) -> int:  # as predicted: predict's default node size where not stated
-        system = SystemConfig(gpus=run.gpus, gpu=run.gpu, gpus_per_node=run.gpus_per_node)
-        return resolve_system(system, run.gpu).n_nodes
-
     groups: dict[str, list[tuple[Any, bool]]] = {}
     for rows, assumed in ((default_rows, False), (assumed_rows, True)):
         for r in rows:
             if r.status != PREDICTED or r.rel_error is None or r.assumption:
                 continue
-            key = f"{r.run.comm} | {regime(nodes(r.run))}"
+            key = f"{r.run.comm} | {regime(run_nodes(r.run))}"
             groups.setdefault(key, []).append((r, assumed))
     table = {}
     for key in sorted(groups):
