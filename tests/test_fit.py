@@ -87,3 +87,17 @@ def test_other_words_are_refused(cli) -> None:
     assert code != 0 and "expected an integer or max" in err
     with pytest.raises(ConfigError, match="batch per GPU"):
         ddlsim.predict(model="bert-large", batch="most")
+
+
+def test_the_refusal_says_what_could_make_it_fit() -> None:
+    kw = dict(gpu="h100", precision="bf16", comm="ddp", framework="pytorch")
+    with pytest.raises(ConfigError, match=r"alone do not fit: .*ZeRO / FSDP") as state:
+        ddlsim.predict("mpt-7b", 8, batch=1, **kw)
+    assert "try" not in str(state.value)  # no batch or checkpointing makes it fit
+    with pytest.raises(ConfigError, match=r"try a smaller --batch or --activation-checkpointing$"):
+        ddlsim.predict("gpt2-xl", 8, batch=64, **kw)  # causal, bf16 on H100: flash already
+    with pytest.raises(ConfigError, match=r"try a smaller --batch or --attention flash$"):
+        ddlsim.predict(
+            "mpt-1b", 8, batch=64, activation_checkpointing=True, attention="unfused",
+            **{**kw, "gpu": "a100-sxm4-40gb"},
+        )  # fmt: skip

@@ -29,7 +29,7 @@ def test_the_grid_runs_and_what_does_not_fit_is_an_error_row(rows) -> None:
         ("gpt2", 64, 512),
     }
     for r in bad:
-        assert "does not fit a v100-sxm2" in r["error"] and "\n" not in r["error"]
+        assert "does not fit one v100-sxm2" in r["error"] and "\n" not in r["error"]
         assert all(r[c] is None for c in ("images_per_sec", *TRANSFORMER_COLUMNS))
 
 

@@ -222,7 +222,7 @@ def resolve_transformer_compute(
     spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1)
     need = step_memory(cfg, step.batch, w, x, device, strategy, numerics, spec.n_params)
     if not need.fits:
-        raise ConfigError(too_big(cfg, step.batch, device, need))
+        raise ConfigError(too_big(cfg, step.batch, device, need, numerics))
     prof = transformer_profile(cfg, spec, device, step, strategy.precision)
     workload = Workload.build(spec, prof)
     stack = Stack(x.framework, "nhwc", x.fusion or "none")
@@ -250,13 +250,27 @@ def step_memory(
     )  # fmt: skip
 
 
-def too_big(cfg: TransformerConfig, batch: int, device: DeviceSpec, need: Memory) -> str:
-    """The one line that refuses a step that does not fit: the need by part and the GPU's."""
+def too_big(
+    cfg: TransformerConfig, batch: int, device: DeviceSpec, need: Memory, numerics: Numerics
+) -> str:
+    """The one line that refuses a step that does not fit: the need by part, the GPU's, and
+    what could make it fit (what the job does not do already)."""
+    state = need.params_bytes + need.grads_bytes + need.optimizer_bytes
+    fixed = state + need.buffers_bytes + need.reserve_bytes
+    if fixed > need.capacity_bytes:
+        hint = (
+            "its weights, gradients, optimizer state and exchange buffers alone do not fit: data "
+            "parallelism keeps them whole on every GPU (ZeRO / FSDP shard them: not modelled yet)"
+        )
+    else:
+        tries = ["a smaller --batch"] if batch > 1 else []
+        tries += [] if numerics.checkpointing else ["--activation-checkpointing"]
+        tries += [] if numerics.flash else ["--attention flash"]
+        tries = tries or ["a shorter --seq-len"]
+        hint = "try " + (", ".join(tries[:-1]) + " or " if len(tries) > 1 else "") + tries[-1]
     return (
-        f"{cfg.name} at micro-batch {batch} x {cfg.seq} tokens does not fit a "
-        f"{device.id}: it needs {need.total_bytes / 1e9:.1f} GB per GPU (activations "
+        f"{cfg.name} at micro-batch {batch} x {cfg.seq} tokens does not fit one {device.id}: it "
+        f"needs {need.total_bytes / 1e9:.1f} GB per GPU (activations "
         f"{need.activations_bytes / 1e9:.1f}, weights, gradients and optimizer "
-        f"{(need.params_bytes + need.grads_bytes + need.optimizer_bytes) / 1e9:.1f}), the "
-        f"GPU has {need.capacity_bytes / 1e9:.1f} GB; try a smaller --batch, "
-        "--activation-checkpointing or --attention flash"
+        f"{state / 1e9:.1f}), the GPU has {need.capacity_bytes / 1e9:.1f} GB; {hint}"
     )

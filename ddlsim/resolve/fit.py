@@ -58,5 +58,5 @@ def max_batch(
     batch = largest_fitting(fits)
     if batch == 0:
         need = step_memory(cfg, 1, w, x, device, strategy, numerics, n_params)
-        raise ConfigError(too_big(cfg, 1, device, need).replace("a smaller --batch, ", ""))
+        raise ConfigError(too_big(cfg, 1, device, need, numerics))
     return batch
