@@ -19,7 +19,7 @@ from typing import Any
 from ddlsim.cli.args import integer, non_negative_number, number, number_or, positive_number
 from ddlsim.config.knob import GROUP_NAMES, GROUP_TITLES
 from ddlsim.config.knobs import BY_NAME, KNOBS, Knob, in_group
-from ddlsim.errors import ConfigError
+from ddlsim.errors import ConfigError, shown
 
 
 def _stragglers(text: str) -> dict[int, float]:
@@ -68,7 +68,7 @@ def _int_or_max(text: str) -> int | str:
     try:
         return integer(text)
     except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected an integer or max, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected an integer or max, got {shown(text)}") from None
 
 
 #: a knob's ``parse`` -> the command line's parser of its value
