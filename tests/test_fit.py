@@ -101,3 +101,13 @@ def test_the_refusal_says_what_could_make_it_fit() -> None:
             "mpt-1b", 8, batch=64, activation_checkpointing=True, attention="unfused",
             **{**kw, "gpu": "a100-sxm4-40gb"},
         )  # fmt: skip
+
+
+def test_the_record_re_runs_the_search(cli, tmp_path) -> None:
+    argv = ["predict", "--model", "bert-large", "--gpu", "v100", "--precision", "amp"]
+    code, out, _ = cli(*argv, "--batch", "max", "--gpus", "8", "--comm", "ddp", "--json")
+    assert code == 0
+    saved = tmp_path / "result.json"
+    saved.write_text(out)
+    code, again, _ = cli("predict", "--from-json", str(saved))
+    assert code == 0 and "micro-batch   9: the largest that fits (--batch max)" in again
