@@ -316,6 +316,7 @@ def _transformer_inputs(job: JobConfig, setup: Setup, samples_per_s: float) -> d
             "params": spec.n_params,
             "grad_accum": job.execution.grad_accum,
             "micro_batch": setup.strategy.batch_per_gpu,
+            "micro_batch_fitted": job.workload.batch == "max",
             "optimizer": setup.optimizer,
             "numerics": numerics,
             "tokens_per_sec": samples_per_s * cfg.seq,

@@ -168,6 +168,36 @@ def test_the_shown_report_is_what_predict_prints(scratch, capsys):
     assert printed == report
 
 
+def shown_excerpts() -> list[tuple[str, list[str]]]:
+    """The README's ``text`` blocks that show a command's output: (the command after ``$ ``,
+    the lines shown; ``...`` stands for lines left out)."""
+    out = []
+    for block in fenced_blocks("text"):
+        if block.startswith("$ ddlsim "):
+            command, _, shown = block.partition("\n")
+            out.append((command[2:], [ln for ln in shown.splitlines() if ln.strip() != "..."]))
+    return out
+
+
+def test_there_are_transformer_excerpts():
+    commands = [command for command, _ in shown_excerpts()]
+    assert sum("--model bert-large" in c or "--model gpt2" in c for c in commands) >= 2
+
+
+@pytest.mark.parametrize("command, lines", shown_excerpts(), ids=lambda v: str(v)[:60])
+def test_each_shown_excerpt_is_what_its_command_prints(scratch, capsys, command, lines):
+    """Each line of an excerpt is a line the command prints (a refusal: on stderr), in order,
+    number for number."""
+    code = main(shlex.split(command)[1:])
+    out, err = capsys.readouterr()
+    printed = (out if code == 0 else err).splitlines()
+    assert code == (0 if out else 2)
+    at = 0
+    for line in lines:
+        assert line in printed[at:], (command, line)
+        at = printed.index(line, at) + 1
+
+
 @pytest.mark.slow
 def test_every_example_runs_in_order(scratch, capsys):
     for argv in readme_commands():

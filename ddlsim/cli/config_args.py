@@ -19,7 +19,7 @@ from typing import Any
 from ddlsim.cli.args import integer, non_negative_number, number, number_or, positive_number
 from ddlsim.config.knob import GROUP_NAMES, GROUP_TITLES
 from ddlsim.config.knobs import BY_NAME, KNOBS, Knob, in_group
-from ddlsim.errors import ConfigError
+from ddlsim.errors import ConfigError, shown
 
 
 def _stragglers(text: str) -> dict[int, float]:
@@ -60,6 +60,17 @@ class _Once(argparse.Action):
 mtbf_hours = number_or("none", 0.0, "hours")
 minutes_or_auto = number_or("auto", None, "minutes")
 
+
+def _int_or_max(text: str) -> int | str:
+    """An integer, or ``max`` (any case): the largest micro-batch that fits."""
+    if text.strip().lower() == "max":
+        return "max"
+    try:
+        return integer(text)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(f"expected an integer or max, got {shown(text)}") from None
+
+
 #: a knob's ``parse`` -> the command line's parser of its value
 PARSERS: dict[str, Callable[[str], Any]] = {
     "str": str,
@@ -69,6 +80,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "non-negative": non_negative_number,
     "mtbf": mtbf_hours,
     "minutes-or-auto": minutes_or_auto,
+    "int-or-max": _int_or_max,
     "stragglers": _stragglers,
 }
 
@@ -136,6 +148,6 @@ def predict_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     """Keyword arguments of :func:`ddlsim.predict` from parsed flags, in the table's order."""
     for name in ("gpus", "batch"):
         value = getattr(args, name)
-        if value is not None and value < 1:
+        if isinstance(value, int) and value < 1:
             raise ConfigError(f"{BY_NAME[name].flag} must be >= 1, got {value}")
     return {knob.name: knob_value(knob, args) for knob in KNOBS}

@@ -25,6 +25,7 @@ def transformer_lines(inputs: dict[str, Any]) -> list[str]:
     n = t["numerics"]
     attention = "FlashAttention" if n.get("flash_attention") else "unfused attention"
     mem = t["memory"]
+    fitted = t.get("micro_batch_fitted")
     lines = [
         "",
         f"  transformer     {t['params'] / 1e6:,.1f} M parameters, sequence {t['seq_len']:,}",
@@ -38,5 +39,8 @@ def transformer_lines(inputs: dict[str, Any]) -> list[str]:
         f"    optimizer     {t['optimizer']}",
         f"    memory / GPU  {mem['total_GB']:.1f} GB of {mem['capacity_GB']:.1f} GB",
     ]
+    if fitted:
+        fit = f"    micro-batch   {t['micro_batch']}: the largest that fits (--batch max)"
+        lines.insert(3, fit)
     lines += [f"      {words:<40}{mem[key]:8.2f} GB" for key, words in MEMORY_PARTS]
     return lines

@@ -92,17 +92,16 @@ class Applies:
 
 @dataclass(frozen=True)
 class Knob:
-    """One option of a job. ``parse`` names the command line's parser of the value (int,
-    number, positive, non-negative, str, mtbf, minutes-or-auto, stragglers); ``negate``: the
-    flag is a switch that sets the (boolean) knob False; ``switch``: a switch that sets it
-    True; ``dest`` the flag's argparse name where it differs from ``name``; ``extra`` more
-    switches that set the knob to a value (``--xla`` = ``--fusion xla``); ``words`` the
-    spellings a sweep grid accepts for a value (``none`` -> 0); ``sweep`` whether it may be a
-    grid axis; ``names`` the vocabulary a grid's value is checked against where the command
-    line takes more spellings than ``choices`` (aliases, any case), by default ``choices``;
-    ``canonical`` the value's canonical spelling, where it has several (``2.4.8`` -> ``2.4``);
-    ``failure``: an input of the failure model (:mod:`ddlsim.resilience`), not of the
-    iteration."""
+    """One option of a job. ``parse`` names the command line's parser of the value (int, number,
+    positive, non-negative, str, mtbf, minutes-or-auto, int-or-max, stragglers); ``negate``: the
+    flag is a switch that sets the (boolean) knob False; ``switch``: a switch that sets it True;
+    ``dest`` the flag's argparse name where it differs from ``name``; ``extra`` more switches that
+    set the knob to a value (``--xla`` = ``--fusion xla``); ``words`` the spellings a sweep grid
+    accepts for a value (``none`` -> 0); ``sweep`` whether it may be a grid axis; ``names`` the
+    vocabulary a grid's value is checked against where the command line takes more spellings than
+    ``choices`` (aliases, any case), by default ``choices``; ``canonical`` the value's canonical
+    spelling, where it has several (``2.4.8`` -> ``2.4``); ``failure``: an input of the failure
+    model (:mod:`ddlsim.resilience`), not of the iteration."""
 
     name: str
     group: str

@@ -67,6 +67,11 @@ def resolve_names(w: WorkloadConfig, gpu: str | None) -> Names:
     elif model is not None and model in TRANSFORMER_NAMES:
         cfg = get_transformer(model)
     if cfg is None:
+        if w.batch == "max":
+            raise ConfigError(
+                f"--batch max finds the largest micro-batch that fits a transformer's memory "
+                f"model; {model or 'resnet50'} has none: give --batch N"
+            )
         if w.seq_len is not None:
             raise ConfigError(f"--seq-len applies to transformer models, not {model or 'resnet50'}")
         file_prof = profile_io.load(w.calibration) if w.calibration is not None else None
@@ -81,7 +86,7 @@ def resolve_names(w: WorkloadConfig, gpu: str | None) -> Names:
         )
     if w.seq_len is not None:
         cfg = replace(cfg, seq_len=w.seq_len)  # checked against its positions
-    batch = DEFAULT_TRANSFORMER_BATCH if w.batch is None else w.batch
+    batch = DEFAULT_TRANSFORMER_BATCH if w.batch in (None, "max") else w.batch  # max: fitted
     return Names(cfg.name, gpu or "p100", batch, w.precision or "fp32", None, cfg)
 
 
@@ -208,23 +213,10 @@ def resolve_transformer_compute(
     step = Step(strategy.batch_per_gpu, cfg.seq, x.grad_accum, numerics, optimizer,
                 mixed=strategy.precision != "fp32")  # fmt: skip
     spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1)
-    prof = transformer_profile(cfg, spec, device, step, strategy.precision)
-    exchange = "ddp" if strategy.comm == "ddp" else "horovod" if strategy.is_horovod else ""
-    need = memory(
-        cfg, step.batch, step.seq, n_params=spec.n_params, capacity_bytes=device.memory_bytes,
-        mixed=step.mixed, optimizer=optimizer, flash=numerics.flash,
-        checkpointing=numerics.checkpointing, exchange=exchange,
-        fusion_bytes=strategy.fusion_threshold_bytes,
-    )  # fmt: skip
+    need = step_memory(cfg, step.batch, w, x, device, strategy, numerics, spec.n_params)
     if not need.fits:
-        raise ConfigError(
-            f"{cfg.name} at micro-batch {step.batch} x {step.seq} tokens does not fit a "
-            f"{device.id}: it needs {need.total_bytes / 1e9:.1f} GB per GPU (activations "
-            f"{need.activations_bytes / 1e9:.1f}, weights, gradients and optimizer "
-            f"{(need.params_bytes + need.grads_bytes + need.optimizer_bytes) / 1e9:.1f}), the "
-            f"GPU has {need.capacity_bytes / 1e9:.1f} GB; try a smaller --batch, "
-            "--activation-checkpointing or --attention flash"
-        )
+        raise ConfigError(too_big(cfg, step.batch, device, need, numerics))
+    prof = transformer_profile(cfg, spec, device, step, strategy.precision)
     if w.single_gpu_throughput is not None:  # the step's samples at the anchor's rate
         samples = strategy.batch_per_gpu * x.grad_accum
         prof = prof.scaled((samples / w.single_gpu_throughput) / prof.step_time_s)
@@ -232,3 +224,50 @@ def resolve_transformer_compute(
     workload = Workload.build(spec, prof)
     stack = Stack(x.framework, "nhwc", x.fusion or "none")
     return Compute(workload, None, None, stack), need
+
+
+def step_memory(
+    cfg: TransformerConfig,
+    batch: int,
+    w: WorkloadConfig,
+    x: ExecutionConfig,
+    device: DeviceSpec,
+    strategy: Strategy,
+    numerics: Numerics,
+    n_params: int,
+) -> Memory:
+    """The memory per GPU of the job's step at micro-batch ``batch``
+    (:func:`ddlsim.workload.transformers.memory.memory`)."""
+    exchange = "ddp" if strategy.comm == "ddp" else "horovod" if strategy.is_horovod else ""
+    return memory(
+        cfg, batch, cfg.seq, n_params=n_params, capacity_bytes=device.memory_bytes,
+        mixed=strategy.precision != "fp32", optimizer=optimizer_of(w, transformer=True),
+        flash=numerics.flash, checkpointing=numerics.checkpointing, exchange=exchange,
+        fusion_bytes=strategy.fusion_threshold_bytes,
+    )  # fmt: skip
+
+
+def too_big(
+    cfg: TransformerConfig, batch: int, device: DeviceSpec, need: Memory, numerics: Numerics
+) -> str:
+    """The one line that refuses a step that does not fit: the need by part, the GPU's, and
+    what could make it fit (what the job does not do already)."""
+    state = need.params_bytes + need.grads_bytes + need.optimizer_bytes
+    fixed = state + need.buffers_bytes + need.reserve_bytes
+    if fixed > need.capacity_bytes:
+        hint = (
+            "its weights, gradients, optimizer state and exchange buffers alone do not fit: data "
+            "parallelism keeps them whole on every GPU (ZeRO / FSDP shard them: not modelled yet)"
+        )
+    else:
+        tries = ["a smaller --batch"] if batch > 1 else []
+        tries += [] if numerics.checkpointing else ["--activation-checkpointing"]
+        tries += [] if numerics.flash else ["--attention flash"]
+        tries = tries or ["a shorter --seq-len"]
+        hint = "try " + (", ".join(tries[:-1]) + " or " if len(tries) > 1 else "") + tries[-1]
+    return (
+        f"{cfg.name} at micro-batch {batch} x {cfg.seq} tokens does not fit one {device.id}: it "
+        f"needs {need.total_bytes / 1e9:.1f} GB per GPU (activations "
+        f"{need.activations_bytes / 1e9:.1f}, weights, gradients and optimizer "
+        f"{state / 1e9:.1f}), the GPU has {need.capacity_bytes / 1e9:.1f} GB; {hint}"
+    )

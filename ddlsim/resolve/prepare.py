@@ -12,7 +12,7 @@ then the DAG of one worker's iteration. The result, a :class:`Setup`, is what th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ddlsim.calibration.store import Choice
 from ddlsim.comm import NCCL_METHODS
@@ -34,6 +34,7 @@ from ddlsim.resolve.calibration import (  # noqa: F401  (tf32_applies, job_stack
     tf32_applies,
 )
 from ddlsim.resolve.execution import resolve_comm, resolve_strategy
+from ddlsim.resolve.fit import MAX, max_batch
 from ddlsim.resolve.system import instance_system, resolve_system
 from ddlsim.system.specs import Cluster
 from ddlsim.workload.transformers.config import TransformerConfig
@@ -103,6 +104,11 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
         raise ConfigError(
             f"GPU {cluster.device.id!r} has no fast fp16 path; mixed precision (amp) is not "
             "modelled for it: use --precision fp32"
+        )
+    if transformer and w.batch == MAX:  # the largest micro-batch that fits
+        names = replace(names, batch=max_batch(w, x, names, cluster, strategy))
+        strategy = resolve_strategy(
+            x, cluster, batch=names.batch, precision=names.precision, data=w.data
         )
     need = None
     if transformer:

@@ -25,6 +25,15 @@ from ddlsim.workload.ttt import (
 from ddlsim.workload.zoo import MODEL_NAMES
 from ddlsim.workload.zoo.aliases import canonical
 
+_BATCH = Range("batch per GPU", 1, MAX_BATCH, integer=True)
+
+
+def batch_or_max(value: object) -> None:
+    """A batch per GPU in 1..65536, or ``max`` (the largest that fits: transformers)."""
+    if value != "max":
+        _BATCH(value)
+
+
 #: the workload group's knobs, in field order
 ROWS: tuple[Knob, ...] = (
     Knob(
@@ -56,11 +65,14 @@ ROWS: tuple[Knob, ...] = (
         "batch",
         "workload",
         None,
-        "int | None",
+        "int | str | None",
         "--batch",
-        f"mini-batch per GPU (default: the --calibration file's, else {DEFAULT_BATCH_PER_GPU})",
-        check=optional(Range("batch per GPU", 1, MAX_BATCH, integer=True)),
-        parse="int",
+        f"mini-batch per GPU (default: the --calibration file's, else {DEFAULT_BATCH_PER_GPU}); "
+        "max: a transformer's largest micro-batch whose step fits the GPU's memory",
+        check=optional(batch_or_max),
+        parse="int-or-max",
+        metavar="N|max",
+        words={"max": "max"},
     ),
     Knob(
         "seq_len",

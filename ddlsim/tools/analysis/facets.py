@@ -1,13 +1,13 @@
 """How a sweep's figures are laid out: panels per baseline, series styles, one legend.
 
 A sweep varies some inputs besides the GPU count (:func:`series_dimensions`). Those that change
-what one GPU does -- the model, GPU type, batch, precision, TF32 and data (:data:`PANEL_DIMS`)
--- change the 1-GPU baseline, so each of their combinations gets a panel of its own, with its
-own ideal-linear line (scaling: one per baseline, not one per series) and its own y scale. The
-others (network, method, Horovod / NCCL knobs, ...) are series inside a panel, told apart by
-attribute rather than by combination (:func:`series_styles`): colour for the input with the
-most values, line style and marker for the next two, so one legend of a few entries explains
-every line of every panel.
+what one GPU does -- the model, GPU type, batch, sequence length, precision, TF32 and data
+(:data:`PANEL_DIMS`) -- change the 1-GPU baseline, so each of their combinations gets a panel of
+its own, with its own ideal-linear line (scaling: one per baseline, not one per series) and its
+own y scale. The others (network, method, Horovod / NCCL knobs, ...) are series inside a panel,
+told apart by attribute rather than by combination (:func:`series_styles`): colour for the input
+with the most values, line style and marker for the next two, so one legend of a few entries
+explains every line of every panel.
 
 Nothing here draws; :mod:`ddlsim.tools.analysis.plot` maps the indices to matplotlib's styles.
 """
@@ -23,9 +23,15 @@ from ddlsim.errors import ConfigError
 from ddlsim.tools.analysis.sweep import _COLUMN_OF, INPUT_COLUMNS
 
 #: inputs that change what one GPU does (its images/s: the ideal line's slope): one panel each
-PANEL_DIMS = ("model", "gpu", "batch_per_gpu", "precision", "tf32", "data")
+PANEL_DIMS = ("model", "gpu", "batch_per_gpu", "seq_len", "precision", "tf32", "data")
 #: constant inputs shown in a figure's title, with how to print them
-_TITLE = (("model", "{}"), ("gpu", "{}"), ("batch_per_gpu", "batch {:g}/GPU"), ("precision", "{}"))
+_TITLE = (
+    ("model", "{}"),
+    ("gpu", "{}"),
+    ("batch_per_gpu", "batch {:g}/GPU"),
+    ("seq_len", "seq {:g}"),
+    ("precision", "{}"),
+)
 #: most panels (or rows of bars) one figure holds: 20 rows of 3 panels, about 70 inches tall
 MAX_PANELS = 60
 #: line styles and markers told apart at a glance (more values go into the colour key)
@@ -96,6 +102,8 @@ class Panel:
 def _value_label(dim: str, value: str) -> str:
     if dim == "batch_per_gpu":
         return f"batch {value}"
+    if dim == "seq_len":
+        return f"seq {value}"
     if dim == "tf32":
         return "TF32" if value == "True" else "TF32 off"
     if dim == "data":

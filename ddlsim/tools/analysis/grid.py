@@ -50,8 +50,8 @@ def _knob_check(knob: Knob) -> Callable[[Any], Any]:
             return _network_calibration(value)
         try:
             knob.validate(value)
-        except UnknownNameError:
-            raise  # it names the value and the nearest or valid names already
+        except UnknownNameError:  # names the vocabulary itself (unknown model 'x'; nearest: ...)
+            raise
         except ConfigError as exc:
             raise ConfigError(f"sweep {knob.name}: {exc}") from None
         return knob.canonical(value) if knob.canonical is not None else value

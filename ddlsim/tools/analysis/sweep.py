@@ -1,17 +1,19 @@
 """Parameter sweeps: the cartesian product of :func:`ddlsim.predict` keywords, one row each.
 
 A row is flat (one CSV line): the configuration's resolved inputs (:data:`INPUT_COLUMNS`, the
-failure model's among them), then the results (:data:`RESULT_COLUMNS`, seconds and images/s;
-``time_to_train_s`` the failure-free one), then the failure model's
-(:data:`RESILIENCE_COLUMNS`: expected failures, the checkpoint interval used, the expected
-seconds of checkpoints, lost work, recovery and training on fewer nodes, the goodput and the
-expected time-to-train with failures; empty where ``node_mtbf_hours`` is 0), then ``status``
-(``ok`` or ``error``) and ``error`` (the one-line message of a configuration that failed; the
-inputs of a failed row are the requested values, since nothing could be resolved), then what
-re-runs the row (:data:`RECORD_COLUMNS`, :mod:`ddlsim.config.record`): the rank variability, the
-calibration file and its SHA-256, the ddlsim version and ``config``, the complete keyword
-arguments of :func:`ddlsim.predict` as JSON
+failure model's among them), then the results (:data:`RESULT_COLUMNS`, seconds and images/s -- a
+transformer's sequences/s; ``time_to_train_s`` the failure-free one), a transformer's
+(:data:`TRANSFORMER_COLUMNS`: tokens/s, MFU, memory per GPU; empty for a CNN, as is its input
+``seq_len``), then the failure model's (:data:`RESILIENCE_COLUMNS`: expected failures, the
+checkpoint interval used, the expected seconds of checkpoints, lost work, recovery and training
+on fewer nodes, the goodput and the expected time-to-train with failures; empty where
+``node_mtbf_hours`` is 0), then ``status`` (``ok`` or ``error``) and ``error`` (the one-line
+message of a configuration that failed; the inputs of a failed row are the requested values,
+since nothing could be resolved), then what re-runs the row (:data:`RECORD_COLUMNS`,
+:mod:`ddlsim.config.record`): the rank variability, the calibration file and its SHA-256, the
+ddlsim version and ``config``, the complete keyword arguments of :func:`ddlsim.predict` as JSON
 (``ddlsim.predict(**reproduce.decode(json.loads(config)))``).
+
 ``ddlsim plot`` reads this schema. :func:`evaluate` is a pure top-level function of one
 configuration, so that a distributed runner can map it over a grid; :func:`run_grid` is the
 serial runner.
@@ -63,6 +65,7 @@ INPUT_COLUMNS = (
     "schedule",
     "n_ps",
     "batch_per_gpu",
+    "seq_len",
     "precision",
     "data",
     "fusion_threshold_mb",
@@ -97,6 +100,9 @@ RESULT_COLUMNS = (
     "time_to_train_s",
     *BREAKDOWN_COLUMNS,
 )
+#: a transformer's results (empty for a CNN): tokens/s over all GPUs, the model FLOPs
+#: utilisation (0..1) and the memory its step needs per GPU, in GB (1e9 bytes)
+TRANSFORMER_COLUMNS = ("tokens_per_sec", "mfu", "memory_total_GB")
 #: the failure model's results (:class:`ddlsim.resilience.ResilienceResult`), seconds
 RESILIENCE_COLUMNS = (
     "expected_failures",
@@ -119,6 +125,7 @@ RECORD_COLUMNS = (
 COLUMNS = (
     *INPUT_COLUMNS,
     *RESULT_COLUMNS,
+    *TRANSFORMER_COLUMNS,
     *RESILIENCE_COLUMNS,
     *STATUS_COLUMNS,
     *RECORD_COLUMNS,
@@ -154,7 +161,7 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
         row = dict.fromkeys(COLUMNS)
         for key, value in {**_defaults(), **config}.items():
             column = _COLUMN_OF.get(key, key)
-            if column in row:
+            if column in row and value != "max":  # --batch max: the config says it
                 row[column] = value
         row["status"], row["error"] = "error", " ".join(str(exc).split())
         row["ddlsim_version"] = __version__
@@ -175,6 +182,7 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
         time_to_train_s=p.time_to_train_s,
     )
     row.update({k: float(p.breakdown[k]) for k in BREAKDOWN_COLUMNS})
+    row.update(transformer_columns(i.get("transformer")))
     row.update({c: i["predict_kwargs"].get(c) for c in FAILURE_INPUT_COLUMNS})
     row.update(resilience_columns(p.resilience))
     row.update(status="ok", error="")
@@ -187,6 +195,19 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
         config=json.dumps(i["predict_kwargs"]),
     )
     return row
+
+
+def transformer_columns(t: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The sequence length and :data:`TRANSFORMER_COLUMNS` of a prediction's
+    ``inputs["transformer"]`` (all None for a CNN)."""
+    if not t:
+        return dict.fromkeys(("seq_len", *TRANSFORMER_COLUMNS))
+    return {
+        "seq_len": t["seq_len"],
+        "tokens_per_sec": t["tokens_per_sec"],
+        "mfu": t["mfu"],
+        "memory_total_GB": t["memory"]["total_GB"],
+    }
 
 
 def resilience_columns(result: Any) -> dict[str, float | None]:
@@ -321,14 +342,16 @@ def write_parquet(rows: Iterable[Mapping[str, Any]], path: str | os.PathLike[str
 #: finite. A file with another value in one of them (a hand-edited -4 GPUs, an inf) is refused.
 COUNT_COLUMNS = frozenset(
     {"gpus", "gpus_per_node", "nics_per_node", "n_ps", "batch_per_gpu", "dataset_images"}
+    | {"seq_len"}
 )
 POSITIVE_COLUMNS = frozenset(
     {"epochs", "images_per_sec", "iteration_time_s", "single_gpu_images_per_sec"}
     | {"time_to_train_s", "expected_time_to_train_s", "checkpoint_interval_s"}
     | {"checkpoint_GB", "checkpoint_write_GBps", "checkpoint_time_s", "checkpoint_interval_min"}
+    | {"tokens_per_sec", "memory_total_GB"}
 )
 NON_NEGATIVE_COLUMNS = frozenset(
-    {"fusion_threshold_mb", "cycle_time_ms", "scaling_efficiency", *BREAKDOWN_COLUMNS}
+    {"fusion_threshold_mb", "cycle_time_ms", "scaling_efficiency", *BREAKDOWN_COLUMNS, "mfu"}
     | {"node_mtbf_hours", "restart_min", "rendezvous_s", "replace_min"}
     | {"expected_failures", "checkpoint_s", "lost_s", "recovery_s", "degraded_s", "goodput"}
 )

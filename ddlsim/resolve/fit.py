@@ -1,0 +1,62 @@
+"""The largest micro-batch that fits: ``--batch max``.
+
+A transformer's memory per GPU (:func:`ddlsim.workload.transformers.memory.memory`) grows
+with the micro-batch (its activations and logits are linear in it, the rest does not depend on
+it), so the largest micro-batch whose step fits the GPU's memory is found by bisection over
+1..65536 (the batch knob's range). A CNN has no memory model here: ``--batch max`` is refused
+for it (:func:`ddlsim.resolve.calibration.resolve_names`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ddlsim.config.groups import ExecutionConfig, WorkloadConfig
+from ddlsim.config.knob import MAX_BATCH
+from ddlsim.errors import ConfigError
+from ddlsim.execution.strategy import Strategy
+from ddlsim.resolve.calibration import Names, step_memory, too_big, transformer_numerics
+from ddlsim.system.specs import Cluster
+from ddlsim.workload.transformers.spec import transformer_spec
+
+#: the batch knob's word for the largest micro-batch that fits
+MAX = "max"
+
+
+def largest_fitting(fits: Callable[[int], bool], high: int = MAX_BATCH) -> int:
+    """The largest ``b`` in 1..``high`` with ``fits(b)``, for ``fits`` true up to some batch
+    and false above it (monotone); 0 where even 1 does not fit."""
+    if not fits(1):
+        return 0
+    if fits(high):
+        return high
+    lo, hi = 1, high  # fits(lo), not fits(hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def max_batch(
+    w: WorkloadConfig, x: ExecutionConfig, names: Names, cluster: Cluster, strategy: Strategy
+) -> int:
+    """The largest micro-batch of the transformer of ``names`` whose step fits ``cluster``'s
+    GPU under the job's numerics, optimizer and exchange; a ConfigError where even one
+    sequence does not fit (the need at micro-batch 1, by part)."""
+    cfg = names.transformer
+    assert cfg is not None
+    device = cluster.device
+    numerics = transformer_numerics(cfg, x, device, strategy.precision, w.tf32)
+    n_params = transformer_spec(cfg, cfg.seq, x.grad_accum > 1).n_params
+
+    def fits(batch: int) -> bool:
+        return step_memory(cfg, batch, w, x, device, strategy, numerics, n_params).fits
+
+    batch = largest_fitting(fits)
+    if batch == 0:
+        need = step_memory(cfg, 1, w, x, device, strategy, numerics, n_params)
+        raise ConfigError(too_big(cfg, 1, device, need, numerics))
+    return batch
