@@ -241,7 +241,7 @@ def step_memory(
     exchange = "ddp" if strategy.comm == "ddp" else "horovod" if strategy.is_horovod else ""
     return memory(
         cfg, batch, cfg.seq, n_params=n_params, capacity_bytes=device.memory_bytes,
-        mixed=strategy.precision != "fp32", optimizer=optimizer_of(w, transformer=True),
+        mixed=strategy.precision != "fp32", optimizer=optimizer_of(w),
         flash=numerics.flash, checkpointing=numerics.checkpointing, exchange=exchange,
         fusion_bytes=strategy.fusion_threshold_bytes,
     )  # fmt: skip
