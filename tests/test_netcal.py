@@ -343,3 +343,15 @@ def test_a_flag_may_not_contradict_the_log(tmp_path, cli):
         calfile.apply({"cluster": {"inter_node": "10gbe", "transport": "tcp"},
                        "terms": {"network": {"latency_us": 1.0}}},
                       catalog.build_cluster("v100", 16))  # fmt: skip
+
+
+def test_a_gpu_that_contradicts_the_logs_is_refused(cli, tmp_path):
+    log = (
+        Path(__file__).resolve().parents[1]
+        / "traces/measured/collectives/logs/S08_all_reduce_perf.log"
+    )
+    out = tmp_path / "n.json"
+    code, _, err = cli("calibrate", "network", str(log), "--gpu", "v100", "--inter-node", "efa",
+                       "-o", str(out))  # fmt: skip
+    assert code == 2 and "--gpu v100 contradicts the logs, which ran on a100" in err
+    assert not out.exists()

@@ -92,6 +92,12 @@ def target_of(logs: Sequence[Measurement], req: Request) -> tuple[Target, list[i
     if gpu is None:
         raise ConfigError("the logs name no GPU; give --gpu (a catalog GPU, or a CPU worker)")
     gpu = catalog.device(gpu).id
+    named = {catalog.device(g).id for g in gpus if g is not None}
+    if req.gpu is not None and named and named != {gpu}:
+        raise ConfigError(
+            f"--gpu {req.gpu} contradicts the logs, which ran on {', '.join(sorted(named))}: "
+            "a calibration holds for the GPUs it measured"
+        )
     intra = "none" if per == 1 else req.intra_node or catalog._catalog().default_intra[gpu]
     intra = catalog.intra_link(intra).id if intra != "none" else "none"
     multi = any(n > p for n, p in shapes)
