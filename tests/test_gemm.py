@@ -216,3 +216,24 @@ def test_kernel_only_gpus_are_not_offered_to_predict():
         assert gpu.sm_count and gpu.sources["peak_fp32_TFLOPS"]
         assert name not in catalog.device_names()
     assert catalog.kernel_device("v100-pcie-32gb").id == "v100-pcie"
+
+
+def test_autocast_runs_its_fp32_ops_between_two_casts():
+    """Under autocast a LayerNorm reads and writes fp32 and pays a cast in and a cast out;
+    without autocast it runs at the half width (closed form: the route's own terms)."""
+    from ddlsim.compute.transformer_ops import memory_op_s
+    from ddlsim.compute.transformer_step import Numerics, pass_s
+    from ddlsim.system import catalog
+    from ddlsim.workload.transformers.structure import MemoryPass
+
+    dev = catalog.device("v100-sxm2")
+    norm = MemoryPass("norm1", 4096 * 1024)
+    plain = Numerics("fp16", "fp16")
+    cast = Numerics("fp16", "fp16", autocast=True)
+    f0, _ = pass_s(norm, 4096, dev, plain, gated=False, norm="layernorm")
+    f1, _ = pass_s(norm, 4096, dev, cast, gated=False, norm="layernorm")
+    expect = memory_op_s("layernorm", 4096, 1024, dev, "fp32") + 2 * memory_op_s(
+        "cast", 4096, 1024, dev, "fp16"
+    )
+    assert f0 == pytest.approx(memory_op_s("layernorm", 4096, 1024, dev, "fp16"))
+    assert f1 == pytest.approx(expect) and f1 > 2 * f0

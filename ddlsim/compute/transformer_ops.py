@@ -56,6 +56,9 @@ PASSES = {
     "tanh": ((1, 1), (2, 1)),
     "rope": ((1, 1), (1, 1)),
     "embedding": ((1, 1), (2, 1)),
+    # a cast between a half format and fp32, at the half format's width: one pass read and
+    # one written at twice the width (or the reverse), each direction
+    "cast": ((1, 2), (1, 2)),
 }
 #: kernels an op is unfused into: scale, mask (added), softmax -- each reads and writes the scores
 UNFUSED_KERNELS = {"softmax": 3}

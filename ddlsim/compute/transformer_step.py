@@ -28,6 +28,9 @@ from ddlsim.workload.transformers.structure import Block, Gemm, MemoryPass
 #: the batched attention GEMMs FlashAttention replaces (scores, context; Transformer-XL's
 #: positional scores run beside them in its kernels: kept as GEMMs)
 FLASH_GEMMS = ("attn/scores", "attn/context")
+#: ops autocast keeps in fp32 (PyTorch's autocast fp32 list: layer_norm, softmax,
+#: cross-entropy; TensorFlow's AMP deny list: softmax, reductions such as LayerNorm's moments)
+FP32_UNDER_AUTOCAST = ("layernorm", "rmsnorm", "softmax")
 #: passes FlashAttention makes part of its kernel
 FLASH_PASSES = ("attn/softmax", "attn/probs_dropout")
 
@@ -45,6 +48,9 @@ class Numerics:
     fused_softmax: bool = True
     causal: bool = False
     checkpointing: bool = False
+    #: mixed precision by autocast (TF's AMP graph rewrite, torch.autocast, apex O1): the ops on
+    #: its fp32 list run in fp32 between a cast in and a cast out
+    autocast: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,15 @@ def pass_s(
         cols *= 2  # the op's input is gate and up side by side
     fused = numerics.fused_softmax or op != "softmax"
     kw = {"fused": fused}
-    fwd = memory_op_s(op, tokens, cols, device, numerics.pass_precision, direction="fwd", **kw)
-    bwd = memory_op_s(op, tokens, cols, device, numerics.pass_precision, direction="bwd", **kw)
+    precision = numerics.pass_precision
+    casts = 0.0
+    if numerics.autocast and op in FP32_UNDER_AUTOCAST:  # fp32 op between two casts
+        half = precision
+        precision = "fp32"
+        up = memory_op_s("cast", tokens, cols, device, half, direction="fwd")
+        casts = 2 * up  # in: 2-byte read, 4-byte write; out: the reverse (one pass each way)
+    fwd = memory_op_s(op, tokens, cols, device, precision, direction="fwd", **kw) + casts
+    bwd = memory_op_s(op, tokens, cols, device, precision, direction="bwd", **kw) + casts
     return fwd, bwd
 
 

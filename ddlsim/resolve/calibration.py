@@ -194,6 +194,7 @@ def transformer_numerics(
         pass_precision=passes,
         flash=flash,
         fused_softmax=x.fusion == "xla",
+        autocast=precision in ("amp", "bf16") and x.fusion != "xla",
         causal=cfg.causal,
         checkpointing=x.activation_checkpointing,
     )
