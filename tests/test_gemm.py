@@ -237,3 +237,19 @@ def test_autocast_runs_its_fp32_ops_between_two_casts():
     )
     assert f0 == pytest.approx(memory_op_s("layernorm", 4096, 1024, dev, "fp16"))
     assert f1 == pytest.approx(expect) and f1 > 2 * f0
+
+
+def test_a_per_tensor_optimizer_passes_over_each_tensor_per_op():
+    """TensorFlow's Python AdamW: 17 element-wise ops per variable, 156 bytes a parameter
+    (closed form), against the fused step's single pass over the state."""
+    from ddlsim.calibration.transformer import PER_TENSOR_OPS, optimizer_step_s
+    from ddlsim.compute.gemm import default_gemm_model
+    from ddlsim.system import catalog
+
+    dev, m = catalog.device("v100-sxm2"), default_gemm_model()
+    n, tensors = 335_000_000, 400
+    per = optimizer_step_s(n, tensors, dev, "adamw", True, "per-tensor")
+    ops, per_param = PER_TENSOR_OPS["adamw"]
+    bandwidth = dev.mem_bandwidth_Bps * m.stream_efficiency
+    assert per == pytest.approx(ops * tensors * m.stream_launch_s + n * per_param / bandwidth)
+    assert per > 4 * optimizer_step_s(n, tensors, dev, "adamw", True, "fused")

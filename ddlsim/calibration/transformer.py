@@ -43,16 +43,42 @@ def optimizer_bytes_per_param(optimizer: str, mixed: bool) -> float:
     return moved
 
 
+#: an optimizer written as one element-wise op per term, per variable, as TensorFlow's Python
+#: optimizers of the BERT era are (google-research/bert ``optimization.py``
+#: AdamWeightDecayOptimizer: next_m = b1·m + (1-b1)·g, 3 ops; next_v = b2·v + (1-b2)·g², 4; the
+#: update m / (sqrt(v) + eps), 3; weight decay, 2; times the learning rate, 1; the new weight, 1;
+#: three assigns), each op reading its operands and writing its result in fp32: (ops, bytes per
+#: parameter). LAMB adds its two norms, their ratio and the scaling (NVIDIA's TF LAMB).
+PER_TENSOR_OPS = {
+    "adam": (17, 156.0),
+    "adamw": (17, 156.0),
+    "lamb": (23, 180.0),
+    "momentum": (6, 52.0),
+    "sgd": (3, 24.0),
+}
+OPTIMIZER_KERNELS = ("fused", "per-tensor")
+
+
 def optimizer_step_s(
-    n_params: int, n_tensors: int, device: DeviceSpec, optimizer: str, mixed: bool
+    n_params: int,
+    n_tensors: int,
+    device: DeviceSpec,
+    optimizer: str,
+    mixed: bool,
+    kernels: str = "fused",
 ) -> float:
-    """Seconds of one optimizer step over ``n_params`` parameters in ``n_tensors`` tensors:
-    its bytes at the DRAM roof plus one multi-tensor kernel launch per 64 tensors (PyTorch's
-    ``foreach`` chunking)."""
+    """Seconds of one optimizer step over ``n_params`` parameters in ``n_tensors`` tensors.
+    ``fused`` (PyTorch's foreach / fused optimizers, apex's FusedAdam and FusedLAMB): its state
+    read and written once at the DRAM roof, one multi-tensor launch per 64 tensors; ``per-tensor``
+    (:data:`PER_TENSOR_OPS`): every op a pass over each tensor, a launch each."""
     m = default_gemm_model()
+    bandwidth = device.mem_bandwidth_Bps * m.stream_efficiency
+    if kernels == "per-tensor":
+        ops, per_param = PER_TENSOR_OPS[optimizer]
+        return ops * n_tensors * m.stream_launch_s + n_params * per_param / bandwidth
     moved = n_params * optimizer_bytes_per_param(optimizer, mixed)
     launches = -(-n_tensors // 64)
-    return launches * m.stream_launch_s + moved / (device.mem_bandwidth_Bps * m.stream_efficiency)
+    return launches * m.stream_launch_s + moved / bandwidth
 
 
 @dataclass(frozen=True)
@@ -66,6 +92,7 @@ class Step:
     numerics: Numerics
     optimizer: str = "adam"
     mixed: bool = True
+    optimizer_kernels: str = "fused"
 
 
 def _stages(cfg: TransformerConfig, step: Step, device: DeviceSpec) -> dict[str, BlockTime]:
@@ -112,7 +139,10 @@ def transformer_profile(
     if spec.layers[0].name == MICRO_STEPS:
         accum_s = (step.grad_accum - 1) * one_step_s
         rows.insert(0, LayerTiming(MICRO_STEPS, accum_s, 0.0, 0))
-    opt_s = optimizer_step_s(spec.n_params, len(spec.tensors), device, step.optimizer, step.mixed)
+    opt_s = optimizer_step_s(
+        spec.n_params, len(spec.tensors), device, step.optimizer, step.mixed,
+        step.optimizer_kernels,
+    )  # fmt: skip
     sum_s = sum(r.fwd_time_s + r.bwd_time_s for r in rows)
     n = step.numerics
     provenance = {
@@ -129,6 +159,7 @@ def transformer_profile(
         "seq_len": step.seq,
         "grad_accum": step.grad_accum,
         "optimizer": step.optimizer,
+        "optimizer_kernels": step.optimizer_kernels,
     }
     return ModelProfile(
         model=cfg.name,

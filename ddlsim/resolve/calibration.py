@@ -211,8 +211,11 @@ def resolve_transformer_compute(
     device = cluster.device
     numerics = transformer_numerics(cfg, x, device, strategy.precision, w.tf32)
     optimizer = optimizer_of(w)
+    kernels = x.optimizer_kernels
+    if kernels == "auto":  # TensorFlow's Python optimizers: an op per term per variable
+        kernels = "per-tensor" if x.framework == "tensorflow" else "fused"
     step = Step(strategy.batch_per_gpu, cfg.seq, x.grad_accum, numerics, optimizer,
-                mixed=strategy.precision != "fp32")  # fmt: skip
+                mixed=strategy.precision != "fp32", optimizer_kernels=kernels)  # fmt: skip
     spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1)
     need = step_memory(cfg, step.batch, w, x, device, strategy, numerics, spec.n_params)
     if not need.fits:

@@ -445,4 +445,23 @@ ROWS: tuple[Knob, ...] = (
             ("model",),
         ),
     ),
+    Knob(
+        "optimizer_kernels",
+        "execution",
+        "auto",
+        "str",
+        "--optimizer-kernels",
+        "how a transformer's optimizer step runs: fused (PyTorch's foreach / fused optimizers, "
+        "apex's FusedAdam / FusedLAMB: the state read and written once), per-tensor (an "
+        "element-wise op per term per variable, as TensorFlow's Python optimizers of BERT's "
+        "era: about 156 bytes a parameter for AdamW) or auto (per-tensor for tensorflow, fused "
+        "otherwise)",
+        check=Vocabulary("optimizer kernels", lambda: ("auto", "fused", "per-tensor")),
+        choices=lambda: ("auto", "fused", "per-tensor"),
+        applies=Applies(
+            lambda c: bool(c.get("transformer", True)),
+            "it applies to transformer models",
+            ("model",),
+        ),
+    ),
 )
