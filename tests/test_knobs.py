@@ -160,6 +160,7 @@ def _outside(knob):
         "mc_seed": ({"mc_draws": 0}, 5),
         "activation_checkpointing": ({"resolved_model": "resnet50"}, True),
         "attention": ({"resolved_model": "resnet50"}, "flash"),
+        "optimizer_kernels": ({"resolved_model": "resnet50"}, "fused"),
     }
     if knob.name in cases:
         return cases[knob.name]
