@@ -213,3 +213,9 @@ ELASTIC = Applies(
     ("node_mtbf_hours", "recovery"),
 )
 DETAILED = ("engine",)
+
+
+#: a knob of the transformer model alone (a CNN's job ignores it)
+TRANSFORMERS_ONLY = Applies(
+    lambda c: bool(c.get("transformer", True)), "it applies to transformer models", ("model",)
+)

@@ -22,6 +22,7 @@ from ddlsim.config.knob import (
     MAX_PS,
     MIN_CYCLE_TIME_MS,
     RESTART,
+    TRANSFORMERS_ONLY,
     WITH_FAILURES,
     Applies,
     Knob,
@@ -420,11 +421,7 @@ ROWS: tuple[Knob, ...] = (
         "keep only each transformer block's input and run its forward again before its "
         "backward: one more forward per block, a fraction of the activations' memory",
         switch=True,
-        applies=Applies(
-            lambda c: bool(c.get("transformer", True)),
-            "it applies to transformer models",
-            ("model",),
-        ),
+        applies=TRANSFORMERS_ONLY,
     ),
     Knob(
         "attention",
@@ -439,11 +436,7 @@ ROWS: tuple[Knob, ...] = (
         "PyTorch 2's scaled_dot_product_attention picks; unfused otherwise)",
         check=Vocabulary("attention", lambda: ATTENTIONS),
         choices=lambda: ATTENTIONS,
-        applies=Applies(
-            lambda c: bool(c.get("transformer", True)),
-            "it applies to transformer models",
-            ("model",),
-        ),
+        applies=TRANSFORMERS_ONLY,
     ),
     Knob(
         "optimizer_kernels",
@@ -458,10 +451,6 @@ ROWS: tuple[Knob, ...] = (
         "otherwise)",
         check=Vocabulary("optimizer kernels", lambda: ("auto", "fused", "per-tensor")),
         choices=lambda: ("auto", "fused", "per-tensor"),
-        applies=Applies(
-            lambda c: bool(c.get("transformer", True)),
-            "it applies to transformer models",
-            ("model",),
-        ),
+        applies=TRANSFORMERS_ONLY,
     ),
 )
