@@ -44,6 +44,9 @@ KERNELS_CSV_MAX_BYTES = 256 * MIB
 #: a sweep file read back (``plot``): ~300 bytes a configuration, and a sweep has at most
 #: 100,000 configurations (``MAX_CONFIGS``): 30 MB; the cap leaves room for user-made files
 SWEEP_MAX_BYTES = 512 * MIB
+#: a transformer's model file (``--model-config``): a few dozen fields, a Hugging Face
+#: config.json a few KB
+MODEL_CONFIG_MAX_BYTES = 1 * MIB
 #: a YAML sweep grid: a few lines of parameter lists
 GRID_MAX_BYTES = 1 * MIB
 #: a training log (``traces import``, ``calibrate --from-log``): a log prints a line per ten

@@ -39,6 +39,7 @@ def _readers(path: str, out: Path) -> list[list[str]]:
         ["predict", "--calibration", path],
         ["predict", "--from-json", path],
         ["predict", "--network-calibration", path],
+        ["predict", "--model-config", path],
         ["validate", path],
         ["kernels", path],
         ["plot", path, "-o", str(out / "f.png")],

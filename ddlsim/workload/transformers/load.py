@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ddlsim.errors import ConfigError, shown
+from ddlsim.inputs import MODEL_CONFIG_MAX_BYTES, read_text
 from ddlsim.workload.transformers.config import (
     AdaptiveSoftmax,
     ConvLayer,
@@ -46,10 +47,9 @@ _TUPLE_FIELDS = ("cutoffs", "tie_projections")
 
 
 def _read(path: Path) -> object:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"model config {shown(str(path))}: cannot read it ({e})") from None
+    # a regular file no larger than a model description can be, read with a bound (a FIFO or
+    # /dev/zero is refused before it is opened), UTF-8 with or without a byte-order mark
+    text = read_text(path, "model config", MODEL_CONFIG_MAX_BYTES)
     if path.suffix.lower() in (".yaml", ".yml"):
         try:
             import yaml
