@@ -20,10 +20,11 @@ def test_every_instance_names_catalog_hardware(name):
 
 def test_an_instance_fills_what_the_job_leaves_unset():
     unset = {"gpu": None, "gpus_per_node": None, "intra_node": None, "inter_node": None,
-             "nics_per_node": 1}  # fmt: skip
+             "nics_per_node": 1, "transport": None}  # fmt: skip
     got = with_instance(unset, "p4d.24xlarge")
     assert got == {"gpu": "a100", "gpus_per_node": 8, "intra_node": "nvlink-a100",
-                   "inter_node": "efa", "nics_per_node": 4}  # fmt: skip
+                   "inter_node": "efa", "nics_per_node": 4, "transport": "rdma"}  # fmt: skip
+    assert with_instance(unset, "p3.16xlarge")["transport"] == "tcp"  # EC2's ENA: no RDMA
     assert (
         with_instance({**unset, "gpu": "a100-sxm4-40gb"}, "p4d.24xlarge")["gpu"] == "a100-sxm4-40gb"
     )
@@ -33,7 +34,7 @@ def test_an_instance_predicts_as_its_settings_do():
     by_name = ddlsim.predict("resnet50", 32, instance="p3.16xlarge")
     by_hand = ddlsim.predict(
         "resnet50", 32, gpu="v100-sxm2", gpus_per_node=8, intra_node="nvlink-v100",
-        inter_node="25gbe",
+        inter_node="25gbe", transport="tcp",
     )  # fmt: skip
     assert by_name.images_per_sec == by_hand.images_per_sec
 

@@ -38,6 +38,6 @@ def instance_system(s: SystemConfig) -> SystemConfig:
     ``s`` leaves them unset (:func:`ddlsim.system.instances.with_instance`)."""
     if s.instance is None:
         return s
-    keys = ("gpu", "gpus_per_node", "intra_node", "inter_node", "nics_per_node")
+    keys = ("gpu", "gpus_per_node", "intra_node", "inter_node", "nics_per_node", "transport")
     filled = with_instance({k: getattr(s, k) for k in keys}, s.instance)
     return replace(s, **filled)

@@ -30,6 +30,7 @@ class Instance:
     network: str
     nics: int
     source: str
+    transport: str
 
 
 @lru_cache(maxsize=1)
@@ -37,7 +38,16 @@ def _table() -> tuple[dict[str, Instance], dict[str, str]]:
     text = resources.files("ddlsim.system").joinpath("data", "instances.json").read_text("utf-8")
     doc = json.loads(text)
     instances = {
-        name: Instance(name, e["gpu"], e["gpus"], e["intra"], e["network"], e["nics"], e["source"])
+        name: Instance(
+            name,
+            e["gpu"],
+            e["gpus"],
+            e["intra"],
+            e["network"],
+            e["nics"],
+            e["source"],
+            e["transport"],
+        )
         for name, e in doc["instances"].items()
     }
     return instances, dict(doc["not_modelled"])
@@ -74,8 +84,9 @@ def _same(key: str, mine: Any, theirs: Any) -> bool:
 
 def with_instance(settings: dict[str, Any], name: str) -> dict[str, Any]:
     """``settings`` (the system's ``gpu``, ``gpus_per_node``, ``intra_node``, ``inter_node``,
-    ``nics_per_node``) with the instance's where they are unset (None; ``nics_per_node`` 1);
-    a set value that differs from the instance's is a ConfigError naming both."""
+    ``nics_per_node``, ``transport``) with the instance's where they are unset (None;
+    ``nics_per_node`` 1); a set value that differs from the instance's is a ConfigError naming
+    both."""
     inst = instance(name)
     theirs = {
         "gpu": inst.gpu,
@@ -83,6 +94,7 @@ def with_instance(settings: dict[str, Any], name: str) -> dict[str, Any]:
         "intra_node": inst.intra,
         "inter_node": inst.network,
         "nics_per_node": inst.nics,
+        "transport": inst.transport,
     }
     out = dict(settings)
     for key, value in theirs.items():
