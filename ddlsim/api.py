@@ -17,11 +17,6 @@ from typing import Any
 from ddlsim.calibration import network as netcal_file
 from ddlsim.calibration import use as calibration_use
 from ddlsim.comm.base import CommModel
-from ddlsim.compute.utilization import (
-    hardware_flops_per_token,
-    model_flops_per_token,
-    utilization,
-)
 from ddlsim.config import record as reproduce
 from ddlsim.config.groups import JobConfig, SimulationConfig, SystemConfig, job
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
@@ -299,6 +294,12 @@ def _transformer_inputs(job: JobConfig, setup: Setup, samples_per_s: float) -> d
     cfg, need = setup.transformer, setup.memory
     if cfg is None or need is None:
         return {}
+    from ddlsim.compute.utilization import (  # the transformer's figures only
+        hardware_flops_per_token,
+        model_flops_per_token,
+        utilization,
+    )
+
     spec = setup.workload.model
     numerics = setup.workload.profile.provenance.get("numerics", {})
     tokens_per_gpu_s = samples_per_s * cfg.seq / setup.cluster.n_gpus

@@ -83,15 +83,21 @@ def non_negative_number(text: str) -> float:
     return value
 
 
-def number_or(word: str, meaning: float | None, what: str = "a number") -> Callable[[str], Any]:
-    """A finite number, or ``word`` (any case), which stands for ``meaning``: ``none`` for a
-    node MTBF of 0 (no failures), ``auto`` for an interval left to ddlsim (None)."""
+def number_or(
+    word: str,
+    meaning: Any,
+    what: str = "a number",
+    value: Callable[[str], Any] = number,
+) -> Callable[[str], Any]:
+    """A finite number (``value`` parses it: an integer with :func:`integer`), or ``word``
+    (any case), which stands for ``meaning``: ``none`` for a node MTBF of 0 (no failures),
+    ``auto`` for an interval left to ddlsim (None), ``max`` for the largest micro-batch."""
 
-    def parse(text: str) -> float | None:
+    def parse(text: str) -> Any:
         if text.strip().lower() == word:
             return meaning
         try:
-            return number(text)
+            return value(text)
         except argparse.ArgumentTypeError:
             raise argparse.ArgumentTypeError(
                 f"expected {what} or {word}, got {shown(text)}"

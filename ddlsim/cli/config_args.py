@@ -17,9 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ddlsim.cli.args import integer, non_negative_number, number, number_or, positive_number
-from ddlsim.config.knob import GROUP_NAMES, GROUP_TITLES
+from ddlsim.config.knob import BATCH_MAX, GROUP_NAMES, GROUP_TITLES
 from ddlsim.config.knobs import BY_NAME, KNOBS, Knob, in_group
-from ddlsim.errors import ConfigError, shown
+from ddlsim.errors import ConfigError
 
 
 def _stragglers(text: str) -> dict[int, float]:
@@ -61,16 +61,6 @@ mtbf_hours = number_or("none", 0.0, "hours")
 minutes_or_auto = number_or("auto", None, "minutes")
 
 
-def _int_or_max(text: str) -> int | str:
-    """An integer, or ``max`` (any case): the largest micro-batch that fits."""
-    if text.strip().lower() == "max":
-        return "max"
-    try:
-        return integer(text)
-    except argparse.ArgumentTypeError:
-        raise argparse.ArgumentTypeError(f"expected an integer or max, got {shown(text)}") from None
-
-
 #: a knob's ``parse`` -> the command line's parser of its value
 PARSERS: dict[str, Callable[[str], Any]] = {
     "str": str,
@@ -80,7 +70,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "non-negative": non_negative_number,
     "mtbf": mtbf_hours,
     "minutes-or-auto": minutes_or_auto,
-    "int-or-max": _int_or_max,
+    "int-or-max": number_or(BATCH_MAX, BATCH_MAX, "an integer", integer),
     "stragglers": _stragglers,
 }
 

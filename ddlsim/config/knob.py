@@ -43,6 +43,8 @@ MAX_JITTER_SIGMA = 1.0
 MAX_SLOWDOWN = 100.0
 #: largest mini-batch per GPU
 MAX_BATCH = 65536
+#: the batch knob's word for the largest micro-batch that fits (``--batch max``)
+BATCH_MAX = "max"
 #: longest sequence accepted: a million tokens, beyond any published training context
 MAX_SEQ_LEN = 1 << 20
 #: a transformer's attention kernels (the ``attention`` knob)

@@ -15,12 +15,10 @@ from ddlsim.config.groups import ExecutionConfig, WorkloadConfig
 from ddlsim.config.knob import MAX_BATCH
 from ddlsim.errors import ConfigError
 from ddlsim.execution.strategy import Strategy
-from ddlsim.resolve.calibration import Names, step_memory, too_big, transformer_numerics
+from ddlsim.resolve.calibration import Names
+from ddlsim.resolve.transformer import step_memory, too_big, transformer_numerics
 from ddlsim.system.specs import Cluster
 from ddlsim.workload.transformers.spec import transformer_spec
-
-#: the batch knob's word for the largest micro-batch that fits
-MAX = "max"
 
 
 def largest_fitting(fits: Callable[[int], bool], high: int = MAX_BATCH) -> int:

@@ -13,34 +13,42 @@ then the DAG of one worker's iteration. The result, a :class:`Setup`, is what th
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from ddlsim.calibration.store import Choice
 from ddlsim.comm import NCCL_METHODS
 from ddlsim.comm.base import CommModel
 from ddlsim.compute.stack import Stack
-from ddlsim.config.groups import ExecutionConfig, JobConfig, SystemConfig, WorkloadConfig
+from ddlsim.config.groups import (
+    ExecutionConfig,
+    JobConfig,
+    SystemConfig,
+    WorkloadConfig,
+    optimizer_of,
+)
+from ddlsim.config.knob import BATCH_MAX
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
 from ddlsim.execution.dag import DiGraph, build_dag
 from ddlsim.execution.horovod import Coordination
 from ddlsim.execution.strategy import Strategy
 from ddlsim.resolve.calibration import (  # noqa: F401  (tf32_applies, job_stack: imported from here)
+    Compute,
     Names,
     job_stack,
-    optimizer_of,
     resolve_compute,
     resolve_names,
-    resolve_transformer_compute,
     tf32_applies,
 )
 from ddlsim.resolve.execution import resolve_comm, resolve_strategy
-from ddlsim.resolve.fit import MAX, max_batch
 from ddlsim.resolve.system import instance_system, resolve_system
 from ddlsim.system.specs import Cluster
-from ddlsim.workload.transformers.config import TransformerConfig
-from ddlsim.workload.transformers.memory import Memory
 from ddlsim.workload.workload import Workload
 from ddlsim.workload.zoo import get_model
+
+if TYPE_CHECKING:  # annotations: the transformer modules load only for a transformer job
+    from ddlsim.workload.transformers.config import TransformerConfig
+    from ddlsim.workload.transformers.memory import Memory
 
 #: images/s one hardware thread of the host CPU decodes and augments (ImageNet JPEG, random crop,
 #: resize, flip; Broadwell-class Xeon, tf.data or the framework's reader). Only used for real
@@ -105,14 +113,9 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
             f"GPU {cluster.device.id!r} has no fast fp16 path; mixed precision (amp) is not "
             "modelled for it: use --precision fp32"
         )
-    if transformer and w.batch == MAX:  # the largest micro-batch that fits
-        names = replace(names, batch=max_batch(w, x, names, cluster, strategy))
-        strategy = resolve_strategy(
-            x, cluster, batch=names.batch, precision=names.precision, data=w.data
-        )
     need = None
     if transformer:
-        compute, need = resolve_transformer_compute(w, x, names, cluster, strategy)
+        names, strategy, compute, need = _transformer(w, x, names, cluster, strategy)
     else:
         compute = resolve_compute(w, x, get_model(names.model), names, cluster, strategy)
     workload = compute.workload
@@ -131,6 +134,24 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
         workload, cluster, strategy, comm_model, dag, input_s, compute.source, compute.choice,
         compute.stack, names.transformer, need, optimizer_of(w),
     )  # fmt: skip
+
+
+def _transformer(
+    w: WorkloadConfig, x: ExecutionConfig, names: Names, cluster: Cluster, strategy: Strategy
+) -> tuple[Names, Strategy, Compute, Memory]:
+    """A transformer's names and strategy (its micro-batch the largest that fits, with
+    ``--batch max``), its compute and its memory (:mod:`ddlsim.resolve.transformer`, imported
+    here: a CNN's predict does not load the transformer compute model)."""
+    from ddlsim.resolve.fit import max_batch
+    from ddlsim.resolve.transformer import resolve_transformer_compute
+
+    if w.batch == BATCH_MAX:
+        names = replace(names, batch=max_batch(w, x, names, cluster, strategy))
+        strategy = resolve_strategy(
+            x, cluster, batch=names.batch, precision=names.precision, data=w.data
+        )
+    compute, need = resolve_transformer_compute(w, x, names, cluster, strategy)
+    return names, strategy, compute, need
 
 
 def _cnn_only(names: Names, x: ExecutionConfig) -> None:

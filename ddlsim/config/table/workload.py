@@ -6,6 +6,7 @@ from ddlsim.calibration.profile import MAX_IMAGES_PER_SEC, MIN_IMAGES_PER_SEC
 from ddlsim.calibration.use import DEFAULT_BATCH_PER_GPU
 from ddlsim.config.checks import Range, Vocabulary, optional
 from ddlsim.config.knob import (
+    BATCH_MAX,
     MAX_BATCH,
     MAX_SEQ_LEN,
     WITH_FAILURES,
@@ -30,7 +31,7 @@ _BATCH = Range("batch per GPU", 1, MAX_BATCH, integer=True)
 
 def batch_or_max(value: object) -> None:
     """A batch per GPU in 1..65536, or ``max`` (the largest that fits: transformers)."""
-    if value != "max":
+    if value != BATCH_MAX:
         _BATCH(value)
 
 
@@ -72,7 +73,7 @@ ROWS: tuple[Knob, ...] = (
         check=optional(batch_or_max),
         parse="int-or-max",
         metavar="N|max",
-        words={"max": "max"},
+        words={BATCH_MAX: BATCH_MAX},
     ),
     Knob(
         "seq_len",

@@ -1,0 +1,141 @@
+"""The calibration wing for a transformer: its compute timed by the per-layer model, and the
+memory its step needs.
+
+A transformer has no calibration file: its stages are timed on the GEMM and memory kernel
+routes (:mod:`ddlsim.calibration.transformer`) for the numerics the job resolves to
+(:func:`transformer_numerics`), and its memory per GPU decides whether the job can run
+(:func:`step_memory`, :func:`too_big`). Imported only when a job is a transformer, so that a
+CNN's predict does not load the transformer compute model.
+"""
+
+from __future__ import annotations
+
+from ddlsim.calibration.transformer import Step, transformer_profile
+from ddlsim.compute.gemm import check_precision
+from ddlsim.compute.stack import Stack
+from ddlsim.compute.transformer_ops import flash_version
+from ddlsim.compute.transformer_step import Numerics
+from ddlsim.config.groups import ExecutionConfig, WorkloadConfig, optimizer_of
+from ddlsim.errors import ConfigError
+from ddlsim.execution.strategy import Strategy
+from ddlsim.resolve.calibration import Compute, Names, _with_provenance
+from ddlsim.system.specs import Cluster, DeviceSpec
+from ddlsim.workload.transformers.config import TransformerConfig
+from ddlsim.workload.transformers.memory import Memory, memory
+from ddlsim.workload.transformers.spec import transformer_spec
+from ddlsim.workload.workload import Workload
+
+
+def transformer_numerics(
+    cfg: TransformerConfig, x: ExecutionConfig, device: DeviceSpec, precision: str, tf32: bool
+) -> Numerics:
+    """How a transformer's kernels run for the job: GEMM and pass precisions, the attention
+    kernel (``auto``: flash for causal decoders in PyTorch at fp16 / bf16 where the GPU runs
+    it), a fused softmax (XLA), activation checkpointing. A combination the GPU cannot run
+    (bf16 before Ampere, fp8 before Hopper, FlashAttention 2 on Volta) is a ConfigError."""
+    if precision == "fp32":
+        gemm = "tf32" if tf32 and device.peak_tf32_flops is not None else "fp32"
+        passes = "fp32"
+    else:
+        gemm = {"amp": "fp16", "bf16": "bf16", "fp8": "fp8"}[precision]
+        passes = "bf16" if precision == "fp8" else gemm
+    check_precision(device, gemm)
+    half = passes in ("fp16", "bf16")
+    if x.attention == "flash":
+        if not half:
+            raise ConfigError(
+                f"FlashAttention runs fp16 / bf16: use --precision amp or bf16, not {precision}"
+            )
+        flash_version(device)  # refuses a GPU it does not run on
+        flash = True
+    elif x.attention == "auto":
+        runs = device.arch in ("turing", "ampere", "hopper", "blackwell")
+        flash = cfg.causal and x.framework == "pytorch" and half and runs
+    else:
+        flash = False
+    return Numerics(
+        gemm_precision=gemm,
+        pass_precision=passes,
+        flash=flash,
+        fused_softmax=x.fusion == "xla",
+        autocast=precision in ("amp", "bf16") and x.fusion != "xla",
+        causal=cfg.causal,
+        checkpointing=x.activation_checkpointing,
+    )
+
+
+def resolve_transformer_compute(
+    w: WorkloadConfig, x: ExecutionConfig, names: Names, cluster: Cluster, strategy: Strategy
+) -> tuple[Compute, Memory]:
+    """The transformer of ``names`` timed on ``cluster``'s GPU by the per-layer model, and
+    the memory its step needs per GPU; a step that does not fit is a ConfigError naming the
+    need and the capacity."""
+    cfg = names.transformer
+    assert cfg is not None
+    device = cluster.device
+    numerics = transformer_numerics(cfg, x, device, strategy.precision, w.tf32)
+    optimizer = optimizer_of(w)
+    kernels = x.optimizer_kernels
+    if kernels == "auto":  # TensorFlow's Python optimizers: an op per term per variable
+        kernels = "per-tensor" if x.framework == "tensorflow" else "fused"
+    step = Step(strategy.batch_per_gpu, cfg.seq, x.grad_accum, numerics, optimizer,
+                mixed=strategy.precision != "fp32", optimizer_kernels=kernels)  # fmt: skip
+    spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1)
+    need = step_memory(cfg, step.batch, w, x, device, strategy, numerics, spec.n_params)
+    if not need.fits:
+        raise ConfigError(too_big(cfg, step.batch, device, need, numerics))
+    prof = transformer_profile(cfg, spec, device, step, strategy.precision)
+    if w.single_gpu_throughput is not None:  # the step's samples at the anchor's rate
+        samples = strategy.batch_per_gpu * x.grad_accum
+        prof = prof.scaled((samples / w.single_gpu_throughput) / prof.step_time_s)
+        prof = _with_provenance(prof, w.single_gpu_throughput)
+    workload = Workload.build(spec, prof)
+    stack = Stack(x.framework, "nhwc", x.fusion or "none")
+    return Compute(workload, None, None, stack), need
+
+
+def step_memory(
+    cfg: TransformerConfig,
+    batch: int,
+    w: WorkloadConfig,
+    x: ExecutionConfig,
+    device: DeviceSpec,
+    strategy: Strategy,
+    numerics: Numerics,
+    n_params: int,
+) -> Memory:
+    """The memory per GPU of the job's step at micro-batch ``batch``
+    (:func:`ddlsim.workload.transformers.memory.memory`)."""
+    exchange = "ddp" if strategy.comm == "ddp" else "horovod" if strategy.is_horovod else ""
+    return memory(
+        cfg, batch, cfg.seq, n_params=n_params, capacity_bytes=device.memory_bytes,
+        mixed=strategy.precision != "fp32", optimizer=optimizer_of(w),
+        flash=numerics.flash, checkpointing=numerics.checkpointing, exchange=exchange,
+        fusion_bytes=strategy.fusion_threshold_bytes,
+    )  # fmt: skip
+
+
+def too_big(
+    cfg: TransformerConfig, batch: int, device: DeviceSpec, need: Memory, numerics: Numerics
+) -> str:
+    """The one line that refuses a step that does not fit: the need by part, the GPU's, and
+    what could make it fit (what the job does not do already)."""
+    state = need.params_bytes + need.grads_bytes + need.optimizer_bytes
+    fixed = state + need.buffers_bytes + need.reserve_bytes
+    if fixed > need.capacity_bytes:
+        hint = (
+            "its weights, gradients, optimizer state and exchange buffers alone do not fit: data "
+            "parallelism keeps them whole on every GPU (ZeRO / FSDP shard them: not modelled yet)"
+        )
+    else:
+        tries = ["a smaller --batch"] if batch > 1 else []
+        tries += [] if numerics.checkpointing else ["--activation-checkpointing"]
+        tries += [] if numerics.flash else ["--attention flash"]
+        tries = tries or ["a shorter --seq-len"]
+        hint = "try " + (", ".join(tries[:-1]) + " or " if len(tries) > 1 else "") + tries[-1]
+    return (
+        f"{cfg.name} at micro-batch {batch} x {cfg.seq} tokens does not fit one {device.id}: it "
+        f"needs {need.total_bytes / 1e9:.1f} GB per GPU (activations "
+        f"{need.activations_bytes / 1e9:.1f}, weights, gradients and optimizer "
+        f"{state / 1e9:.1f}), the GPU has {need.capacity_bytes / 1e9:.1f} GB; {hint}"
+    )
