@@ -149,6 +149,16 @@ class PSModel(ScheduledModel):
         workers = per_node * self.cluster.n_nodes
         return workers * nbytes / (rate or self.cluster.host_reduce_Bps)
 
+    def hottest_shard_s(self) -> float:
+        """The push of the most loaded shard (s): every worker sends it its slice and the task
+        sums them -- ``max(shard_bytes)`` through :meth:`stage_s` and :meth:`reduce_s`. No
+        iteration is shorter: every byte of that shard reaches its one task each step, through
+        one gRPC server and one NIC (the pull, the same bytes the other way, comes on top
+        wherever it cannot overlap other shards' pushes)."""
+        b = max(self.shard_bytes, default=0)
+        g = self.cluster.local_gpus
+        return self.stage_s(b, g) + self.reduce_s(b, g) if b else 0.0
+
     def _time_s(self, nbytes: float, op: str, channel: int) -> float:
         g = self.cluster.local_gpus
         push = self.reduce_s(nbytes, g) if op == "push" else 0.0

@@ -58,6 +58,8 @@ class RowResult:
     column: str | None = None
     value: str | None = None
     defect: RowDefect | None = None
+    #: how much of the release stack its method uses the row states (``stack_cells``)
+    stack: str = ""
 
     @classmethod
     def rejected(cls, defect: RowDefect) -> RowResult:
@@ -143,6 +145,7 @@ class RowResult:
             "predicted_scaling_efficiency": self.predicted_scaling_efficiency,
             "measured_scaling_efficiency": self.measured_scaling_efficiency,
             "notes": list(self.notes),
+            "stack": self.stack or None,
         }
 
 
@@ -291,4 +294,5 @@ def validate_row(
         notes=plan.notes,
         anchored=plan.anchored,
         assumption=plan.assumption,
+        stack=plan.stack,
     )

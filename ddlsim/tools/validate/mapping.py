@@ -56,8 +56,10 @@ from ddlsim.execution.strategy import COMM_METHODS, DATA_KINDS, PRECISIONS
 from ddlsim.system import catalog
 from ddlsim.system.specs import TRANSPORTS
 from ddlsim.tools.validate.baseline import BaselineChoice, BaselineIndex
+from ddlsim.tools.validate.instance_cells import UNKNOWN_INSTANCE, with_instance
 from ddlsim.tools.validate.options import ValidateOptions
 from ddlsim.tools.validate.runs import Run
+from ddlsim.tools.validate.stack_cells import BAD_VERSION, stack_plan
 from ddlsim.units import MiB
 from ddlsim.workload.zoo import MODEL_NAMES
 
@@ -113,10 +115,18 @@ class RowPlan:
     value: str | None = None
     anchored: bool = False
     assumption: str | None = None
+    #: how much of the release stack its method uses the row states
+    #: (:data:`~ddlsim.tools.validate.stack_cells.STACK_LABELS`)
+    stack: str = ""
 
 
 def _skip(code: str, reason: str, baseline: Run | None = None) -> RowPlan:
     return RowPlan(None, code=code, reason=reason, baseline=baseline)
+
+
+def _cell_skip(code: str, reason: str, column: str, value: str) -> RowPlan:
+    """A row skipped for one cell (listed on its own line by the report)."""
+    return RowPlan(None, code=code, reason=reason, column=column, value=value)
 
 
 def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPlan:
@@ -124,12 +134,8 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
     unknown = unknown_name(run)
     if unknown is not None:
         column, message = unknown
-        return RowPlan(
-            None,
-            code=UNKNOWN_NAME,
-            reason=f"column {column!r}: {message}",
-            column=column,
-            value=getattr(run, column),
+        return _cell_skip(
+            UNKNOWN_NAME, f"column {column!r}: {message}", column, getattr(run, column)
         )
     if SUSPECT in run.note:
         return _skip("suspect", "the file flags the row SUSPECT (see its note)")
@@ -158,6 +164,14 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
             f"comm {run.comm!r} is not a modelled method ({', '.join(COMM_METHODS)})",
         )
     notes: list[str] = []
+    filled = with_instance(run)
+    if isinstance(filled, str):
+        return _cell_skip(UNKNOWN_INSTANCE, filled, "instance", run.instance)
+    run, instance_notes = filled
+    notes.extend(instance_notes)
+    stack = stack_plan(run, comm, options)
+    if stack.column is not None:
+        return _cell_skip(BAD_VERSION, stack.reason, stack.column, getattr(run, stack.column))
     if not run.precision:
         if options.assume_precision is None:
             return _skip("no-precision", "precision not stated (fp32 or amp)")
@@ -192,8 +206,8 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
             return _skip(choice.code, choice.reason)
         notes.append(f"compute not anchored: {_no_anchor(choice)}")
     kwargs = cluster_kwargs(run, comm, baseline, options)
-    kwargs.update(n_ps=run.n_ps, batch=batch, precision=run.precision)
-    notes.extend(_defaults_notes(run, multi_node))
+    kwargs.update(n_ps=run.n_ps, batch=batch, precision=run.precision, **stack.kwargs)
+    notes.extend([*_defaults_notes(run, multi_node), *stack.notes])
     unmapped = []
     for token in run.variant:
         if token in VARIANT_OPTIONS:
@@ -222,6 +236,7 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         tuple(notes),
         anchored=baseline is not None,
         assumption=assumption,
+        stack=stack.label,
     )
 
 

@@ -18,6 +18,7 @@ _GROUP_TITLES = {
     "by_network": "by network",
     "by_metric": "by validated metric",
     "by_compute": "by compute calibration",
+    "by_stack": "by release stack (NCCL, Horovod) the method uses",
     "by_gpu_precision_framework": "by GPU, precision and framework",
     "by_method_nodes": "by comm method and node count",
     "single_gpu_by_gpu_precision_framework": "1-GPU rows by GPU, precision and framework",

@@ -11,7 +11,9 @@ physical range, a cell longer than Python's csv limit) becomes a
 Both refuse the whole *file* (ConfigError) when it is unreadable, not UTF-8, has broken CSV
 quoting, is empty, or its header lacks a required column, names a column twice, or has neither
 value column. Extra columns are ignored and missing optional columns read as empty cells;
-:data:`OPTIONAL_COLUMNS` (``nics_per_node``) are read by name after the schema's.
+:data:`OPTIONAL_COLUMNS` (``nics_per_node``; the software stack: ``nccl_version``,
+``horovod_version``, ``framework_version``, ``mpi``; the cloud ``instance``) are read by name
+after the schema's, as text (:mod:`~ddlsim.tools.validate.stack_cells` checks the stack's).
 :func:`format_rows` writes rows in the schema's column order (written with
 :mod:`ddlsim.atomic`).
 """
@@ -58,7 +60,9 @@ COLUMNS: tuple[str, ...] = (
     "note",
 )
 #: columns a file may add after the schema's (read by name; written only when a row has one)
-OPTIONAL_COLUMNS: tuple[str, ...] = ("nics_per_node",)
+#: the software-stack columns (empty = not stated), kept as written; validate parses them
+STACK_COLUMNS: tuple[str, ...] = ("nccl_version", "horovod_version", "framework_version", "mpi")
+OPTIONAL_COLUMNS: tuple[str, ...] = ("nics_per_node", *STACK_COLUMNS, "instance")
 REQUIRED_COLUMNS = ("run_id", "model", "gpu", "gpus")
 VALUE_COLUMNS = ("images_per_sec", "scaling_efficiency")
 #: the value columns of the transformer schema (``traces/measured/README_transformers.md``)
@@ -121,6 +125,13 @@ class Run:
     task: str = ""
     seq_len: int | None = None
     tokens_per_sec: float | None = None
+    #: the stack the run used, as the file states it (:data:`STACK_COLUMNS`; "" = not stated)
+    nccl_version: str = ""
+    horovod_version: str = ""
+    framework_version: str = ""
+    mpi: str = ""
+    #: the cloud instance type the run used (``p2.8xlarge``; "" = not stated)
+    instance: str = ""
 
     @property
     def is_single_gpu(self) -> bool:
@@ -382,6 +393,7 @@ def shared_cells(cells: _Cells) -> dict[str, Any]:
         "data": cells.text("data"),
         "from_figure": cells.text("from_figure") == "1",
         "note": cells.text("note"),
+        **{column: cells.text(column) for column in (*STACK_COLUMNS, "instance")},
     }
 
 

@@ -33,6 +33,7 @@ GROUPS: dict[str, Callable[[RowResult], str]] = {
     "by_network": lambda r: network_label(r.run),
     "by_metric": lambda r: r.metric or "",
     "by_compute": lambda r: "anchored" if r.anchored else "not anchored",
+    "by_stack": lambda r: r.stack or "(not labelled)",
 }
 #: the grouping of ``validate --absolute``: what sets one GPU's speed
 STACK_GROUP = "by_gpu_precision_framework"
@@ -113,6 +114,8 @@ def summarise(results: Sequence[RowResult], *, absolute: bool = False) -> dict[s
     }
     for key, label in GROUPS.items():
         summary[key] = grouped(headline, label)
+    if not any(r.stack for r in headline):  # a file whose rows carry no stack label
+        del summary["by_stack"]
     if absolute:
         summary["absolute"] = True
         summary[STACK_GROUP] = grouped(headline, stack_label)
