@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import ddlsim
 from ddlsim.comm import make_comm_model
-from ddlsim.comm.placement import place, shard_bytes
+from ddlsim.comm.placement import hottest, place, shard_bytes
 from ddlsim.comm.ps import GRPC_TASK_Bps
 from ddlsim.errors import UnknownNameError
 from ddlsim.system.catalog import build_cluster
@@ -89,3 +89,32 @@ def test_grpc_binds_where_the_network_would_not_and_ps_scales_worse_with_workers
     ]
     assert eff == sorted(eff, reverse=True)
     assert eff[-1] < 0.5  # every shard's gRPC load grows with the workers
+
+
+def test_tensorflow_placement_closed_forms_on_a_conv_bn_pattern() -> None:
+    # a kernel and its batch norm's gamma and beta, three times: TF's _RoundRobinStrategy
+    # puts every kernel on task 0 with k = 3; GreedyLoadBalancingStrategy (np.argmin of the
+    # loads so far, byte_size_load_fn) spreads them
+    sizes = [900, 3, 3] * 3
+    assert place(sizes, 3, "round-robin") == [0, 1, 2] * 3
+    assert shard_bytes(sizes, 3, "round-robin") == [2700, 9, 9]
+    assert place(sizes, 3) == [0, 1, 2, 1, 2, 2, 2, 0, 0]  # ties to the lowest task
+    assert shard_bytes(sizes, 3) == [906, 903, 909]
+    assert hottest(sizes, 3, "round-robin") == 2700 and hottest(sizes, 3) == 909
+    assert hottest([], 4) == 0
+
+
+@pytest.mark.parametrize("model", ["vgg16", "resnet50"])
+def test_no_iteration_beats_the_hottest_shard(model: str) -> None:
+    sizes = [t.nbytes("fp32") for t in get_model(model).tensors]
+    for n in (16, 64):
+        c = build_cluster("p100-pcie", n, 4, inter_node="25gbe", transport="tcp")
+        ps = make_comm_model("ps", c, tensor_bytes=sizes)
+        bound = ps.hottest_shard_s()
+        # its task takes W x its bytes through one gRPC server
+        assert bound >= n * max(ps.shard_bytes) / GRPC_TASK_Bps
+        pred = ddlsim.predict(
+            model, n, gpu="p100-pcie", gpus_per_node=4, inter_node="25gbe", transport="tcp",
+            comm="ps", batch=64,
+        )  # fmt: skip
+        assert pred.iteration_time_s >= bound

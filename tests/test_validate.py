@@ -185,7 +185,11 @@ def test_variant_tokens_map_onto_predict_options(tmp_path: Path) -> None:
     rows = {r.run_id: r for r in read_runs(path)}
     dali = plan_row(rows["V-02"], index, ValidateOptions())
     assert dali.kwargs is not None and dali.kwargs["input_pipeline"] == "dali"
-    assert dali.notes == ("variant not mapped: ngc-dle",)
+    assert dali.notes == (
+        "nccl_version not stated: 2.14 assumed (predict's default)",
+        "horovod_version not stated: 0.28.1 assumed (predict's default)",
+        "variant not mapped: ngc-dle",
+    )
     gpu_vars = plan_row(rows["V-12"], index, ValidateOptions())
     assert gpu_vars.kwargs is not None and gpu_vars.kwargs["ps_placement"] == "gpu"
     assert "input_pipeline" not in gpu_vars.kwargs and gpu_vars.notes == ()
