@@ -48,8 +48,14 @@ skipped rows, each with a code and a reason (a bad cell or row: its line, column
   network-unknown (multi-node row without inter_node), no-baseline (images/s rows),
   ambiguous-baseline, not-runnable (what the GPU or cuDNN cannot run: a tf32 row of a GPU
   without TF32, a fused batch norm on NCHW or fp32), framework-not-modelled (--absolute: oneflow,
-  paddle), predict-error (any error ddlsim raises for the row). The rest of the file is
-  validated.
+  paddle), bad-version (a nccl_version, horovod_version, framework_version or mpi cell that
+  does not parse), unknown-instance (an instance ddlsim does not know: the nearest names),
+  predict-error (any error ddlsim raises for the row). The rest of the file is validated.
+releases and instance (optional columns): a stated nccl_version / horovod_version is used for
+the methods that run it (the row's cell wins over --nccl-version / --horovod-version, which
+fill the rows that state none); an unstated one is noted with the default assumed; the summary
+groups rows by how much of that stack was stated (by_stack). instance (p2.8xlarge, ...) fills
+the row's empty gpus_per_node, intra_node, inter_node, transport and nics_per_node.
 transformer runs (traces/measured/README_transformers.md; recognised by samples_per_sec /
 tokens_per_sec): tokens/s rows are scored in samples/s (tokens/s / seq_len); the baseline
 also shares task, seq_len and variant but grad-accum-N; variant grad-accum-N, act-ckpt,
@@ -125,10 +131,10 @@ def _add_override_args(p: argparse.ArgumentParser) -> None:
         p,
         {
             "engine": "default: fast",
-            "nccl_version": "NCCL release for every row (default: predict's, "
-            f"{DEFAULT_NCCL_VERSION})",
-            "horovod_version": "Horovod release for every row (default: predict's, "
-            f"{DEFAULT_HOROVOD_VERSION})",
+            "nccl_version": "NCCL release for every row whose nccl_version cell is empty "
+            f"(default: predict's, {DEFAULT_NCCL_VERSION})",
+            "horovod_version": "Horovod release for every row whose horovod_version cell is "
+            f"empty (default: predict's, {DEFAULT_HOROVOD_VERSION})",
             "fusion_threshold_mb": "HOROVOD_FUSION_THRESHOLD for every Horovod row (default: the "
             "release's)",
             "cycle_time_ms": "HOROVOD_CYCLE_TIME for every Horovod row (default: the release's)",

@@ -36,6 +36,12 @@ Decisions (documented in ``ddlsim validate --help``, the README and docs/design.
 - A combination the hardware or library cannot run (a ``tf32`` row on a GPU without TF32
   tensor cores, cuDNN's fused batch norm on NCHW or fp32 tensors) is skipped with the reason
   (``not-runnable``), never timed on another path.
+- The releases the row states (``nccl_version``, ``horovod_version``; ``framework_version`` and
+  ``mpi`` are checked and noted) are the ones it is predicted with, an unparseable cell skips
+  it (``bad-version``), an unstated one is noted with its default
+  (:mod:`~ddlsim.tools.validate.stack_cells`); a named ``instance`` fills the empty system
+  cells, an unknown one skips the row (``unknown-instance``;
+  :mod:`~ddlsim.tools.validate.instance_cells`).
 - A row whose ``note`` flags it ``SUSPECT`` (the measured files' convention: its stated
   scaling exceeds the GPU count, or a 1-GPU cell is implausibly low) is skipped
   (``suspect``), and so is a row whose baseline is flagged (``suspect-baseline``): an anchor
