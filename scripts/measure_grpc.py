@@ -11,9 +11,15 @@ rides on the transfer. Loopback has no link limit: what binds is the host's gRPC
 Each (size, direction) is timed over repeated session runs after a warm-up; the file records
 the median over 5 rounds, the host and the TensorFlow version. ``ddlsim.comm.ps.GRPC_TASK_Bps``
 cites it.
-"""
 
-from __future__ import annotations
+It also runs under a TensorFlow 1.x of 2017 in its own Python (no ddlsim import needed there;
+``python3.6 -m venv v && v/bin/pip install --no-deps tensorflow==1.3.0 numpy==1.16.6
+protobuf==3.19.6 six``), writing to another file:
+
+    v/bin/python scripts/measure_grpc.py --out traces/grpc/transfer_tf1.3.json
+
+so that both releases are measured on one host (the module keeps to Python 3.6's syntax).
+"""
 
 import datetime
 import json
@@ -26,7 +32,17 @@ import sys
 import time
 from pathlib import Path
 
-from ddlsim.tools.calibrate.tf_env import cpu_name
+try:
+    from ddlsim.tools.calibrate.tf_env import cpu_name
+except (ImportError, SyntaxError):  # a 2017 TensorFlow's Python, without ddlsim
+
+    def cpu_name() -> str:
+        """The host CPU's model name (``/proc/cpuinfo``)."""
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return " ".join(line.split(":", 1)[1].split())
+        return platform.machine()
+
 
 OUT = Path(__file__).resolve().parents[1] / "traces" / "grpc" / "transfer.json"
 SIZES_MIB = (4, 64, 411)
@@ -39,15 +55,21 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _cluster(ports: tuple[int, int]) -> dict:
+def _cluster(ports) -> dict:
     return {"ps": [f"localhost:{ports[0]}"], "worker": [f"localhost:{ports[1]}"]}
 
 
-def _serve_ps(ports: tuple[int, int]) -> None:
+def _v1(tf):
+    """TensorFlow's graph-mode API: ``tf.compat.v1`` from 1.13 on, ``tf`` itself before."""
+    return getattr(getattr(tf, "compat", None), "v1", tf)
+
+
+def _serve_ps(ports) -> None:
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
     import tensorflow as tf
 
-    tf.distribute.Server(tf.train.ClusterSpec(_cluster(ports)), job_name="ps", task_index=0).join()
+    spec = tf.train.ClusterSpec(_cluster(ports))
+    _v1(tf).train.Server(spec, job_name="ps", task_index=0).join()
 
 
 def _time_s(session, op, mib: int) -> float:
@@ -59,37 +81,40 @@ def _time_s(session, op, mib: int) -> float:
     return (time.perf_counter() - start) / reps
 
 
-def _round(server, tf) -> dict[str, float]:
+def _round(server, tf) -> dict:
     rates = {}
     for mib in SIZES_MIB:
         n = mib * 2**20 // 4
         graph = tf.Graph()
         with graph.as_default():
             with tf.device("/job:ps/task:0/cpu:0"):
-                remote = tf.Variable(tf.zeros([n]))
+                # named per size: a TensorFlow 1.x server keeps variables across sessions
+                remote = tf.Variable(tf.zeros([n]), name=f"ps_{mib}MiB")
             with tf.device("/job:worker/task:0/cpu:0"):
-                local = tf.Variable(tf.ones([n]))
+                local = tf.Variable(tf.ones([n]), name=f"worker_{mib}MiB")
                 pull = tf.identity(remote)[:1]  # the PS's tensor crosses to the worker
             with tf.device("/job:ps/task:0/cpu:0"):
                 push = tf.identity(local)[:1]  # the worker's tensor crosses to the PS
-            with tf.compat.v1.Session(server.target, graph=graph) as session:
-                session.run(tf.compat.v1.global_variables_initializer())
+            with _v1(tf).Session(server.target, graph=graph) as session:
+                session.run(_v1(tf).global_variables_initializer())
                 for name, op in (("pull", pull), ("push", push)):
                     rates[f"{mib}MiB_{name}"] = mib * 2**20 / _time_s(session, op, mib)
     return rates
 
 
 def main() -> int:
-    """Measure, write traces/grpc/transfer.json, print the medians."""
+    """Measure, write traces/grpc/transfer.json (or ``--out PATH``), print the medians."""
+    out = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else OUT
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
     ports = (_free_port(), _free_port())
     ps = mp.get_context("spawn").Process(target=_serve_ps, args=(ports,), daemon=True)
     ps.start()
     import tensorflow as tf
 
-    tf.compat.v1.disable_eager_execution()
+    if hasattr(tf, "compat") and hasattr(tf.compat, "v1"):
+        tf.compat.v1.disable_eager_execution()
     spec = tf.train.ClusterSpec(_cluster(ports))
-    server = tf.distribute.Server(spec, job_name="worker", task_index=0)
+    server = _v1(tf).train.Server(spec, job_name="worker", task_index=0)
     rounds = [_round(server, tf) for _ in range(ROUNDS)]
     ps.terminate()
     medians = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]}
@@ -97,7 +122,7 @@ def main() -> int:
         "what": "TensorFlow gRPC tensor transfer between a PS task and a worker task (two "
         "processes) on one host over loopback, bytes per second, median of "
         f"{ROUNDS} rounds; pull = PS -> worker, push = worker -> PS",
-        "command": "python scripts/measure_grpc.py",
+        "command": " ".join(["python", "scripts/measure_grpc.py", *sys.argv[1:]]),
         "date": datetime.date.today().isoformat(),
         "host": {
             "cpu": cpu_name(),
@@ -108,8 +133,8 @@ def main() -> int:
         "rate_Bps": {key: round(value) for key, value in medians.items()},
         "rounds_Bps": [{k: round(v) for k, v in r.items()} for r in rounds],
     }
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     for key, value in medians.items():
         print(f"{key:>12}: {value / 1e9:5.2f} GB/s")
     return 0
