@@ -48,13 +48,13 @@ def max_batch(
     assert cfg is not None
     device = cluster.device
     numerics = transformer_numerics(cfg, x, device, strategy.precision, w.tf32)
-    n_params = transformer_spec(cfg, cfg.seq, x.grad_accum > 1).n_params
+    spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1)
 
     def fits(batch: int) -> bool:
-        return step_memory(cfg, batch, w, x, device, strategy, numerics, n_params).fits
+        return step_memory(cfg, batch, w, x, device, strategy, numerics, spec).fits
 
     batch = largest_fitting(fits)
     if batch == 0:
-        need = step_memory(cfg, 1, w, x, device, strategy, numerics, n_params)
+        need = step_memory(cfg, 1, w, x, device, strategy, numerics, spec)
         raise ConfigError(too_big(cfg, 1, device, need, numerics))
     return batch

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ddlsim.calibration.store import Choice
-from ddlsim.comm import NCCL_METHODS
+from ddlsim.comm import NCCL_METHODS, SHARDED_METHODS
 from ddlsim.comm.base import CommModel
 from ddlsim.compute.stack import Stack
 from ddlsim.config.groups import (
@@ -100,6 +100,8 @@ def prepare(job: JobConfig) -> Setup:
 
 def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     s = instance_system(s)
+    if x.comm in SHARDED_METHODS:  # FSDP and DeepSpeed run in PyTorch: its stack
+        x = replace(x, framework="pytorch")
     names = resolve_names(w, s.gpu)
     transformer = names.transformer is not None
     if not transformer:
@@ -163,6 +165,11 @@ def _cnn_only(names: Names, x: ExecutionConfig) -> None:
         )
     if x.grad_accum > 1:
         raise ConfigError(f"--grad-accum is modelled for transformers, not {names.model}")
+    if x.comm in SHARDED_METHODS:
+        raise ConfigError(
+            f"--comm {x.comm} shards a transformer's blocks (its units); {names.model} is a CNN: "
+            "use ddp, horovod-nccl or another data-parallel method"
+        )
 
 
 def host_input_rate(cluster: Cluster, override: float | None) -> float:
