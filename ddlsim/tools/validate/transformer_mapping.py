@@ -196,6 +196,12 @@ def plan_transformer_row(run: Run, index: BaselineIndex, options: ValidateOption
             f"gpus_per_node not stated: {BOARD_GPUS} assumed (an HGX / DGX board holds at most "
             f"{BOARD_GPUS} GPUs, so {run.gpus} span nodes)"
         )
+    if not run.intra_node and run.gpus_per_node == 16 and run.gpu.startswith("v100"):
+        run = replace(run, intra_node="nvswitch", gpu="v100-sxm3")  # the 16-V100 board
+        board_note = (
+            "GPU and intra_node not stated: 16 V100 in one node are a DGX-2 / HGX-2 (32 GB "
+            "V100 SXM3 on NVSwitch)"
+        )
     network = assume_network(run, options)
     if isinstance(network, RowPlan):
         return network
