@@ -156,8 +156,13 @@ def too_big(
     fixed = state + need.buffers_bytes + need.reserve_bytes
     if fixed > need.capacity_bytes:
         hint = (
-            "its weights, gradients, optimizer state and exchange buffers alone do not fit: data "
-            "parallelism keeps them whole on every GPU (ZeRO / FSDP shard them: not modelled yet)"
+            "its weights, gradients, optimizer state and exchange buffers alone do not fit: "
+            "shard them over more GPUs (a larger --gpus; --sharding full_shard or --comm zero3 "
+            "shard the most)"
+            if need.sharded
+            else "its weights, gradients, optimizer state and exchange buffers alone do not fit: "
+            "data parallelism keeps them whole on every GPU (--comm fsdp or zero1 / zero2 / "
+            "zero3 shard them)"
         )
     else:
         tries = ["a smaller --batch"] if batch > 1 else []

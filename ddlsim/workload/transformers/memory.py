@@ -49,6 +49,8 @@ class Memory:
     logits_bytes: float
     reserve_bytes: float
     capacity_bytes: float
+    #: the state is split over several GPUs (a sharded method)
+    sharded: bool = False
 
     @property
     def total_bytes(self) -> float:
@@ -188,5 +190,6 @@ def memory(
     if cfg.head in ("lm", "mlm"):
         logits = b * s * cfg.vocab * (p + 4)  # the logits and their fp32 softmax / gradient
     return Memory(
-        weights, grads, state, buffers, activations, logits, RESERVE_BYTES, capacity_bytes
-    )
+        weights, grads, state, buffers, activations, logits, RESERVE_BYTES, capacity_bytes,
+        sharded is not None,
+    )  # fmt: skip
