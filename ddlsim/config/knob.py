@@ -49,6 +49,8 @@ BATCH_MAX = "max"
 MAX_SEQ_LEN = 1 << 20
 #: a transformer's attention kernels (the ``attention`` knob)
 ATTENTIONS = ("auto", "flash", "unfused")
+#: FlashAttention releases (the ``flash_version`` knob)
+FLASH_VERSIONS = ("auto", "1", "2", "3")
 #: most micro-steps per optimizer step (gradient accumulation)
 MAX_GRAD_ACCUM = 65536
 #: largest number of parameter-server tasks

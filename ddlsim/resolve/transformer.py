@@ -43,22 +43,26 @@ def transformer_numerics(
         passes = "bf16" if precision == "fp8" else gemm
     check_precision(device, gemm)
     half = passes in ("fp16", "bf16")
+    version = None if x.flash_version == "auto" else int(x.flash_version)
     if x.attention == "flash":
         if not half:
             raise ConfigError(
                 f"FlashAttention runs fp16 / bf16: use --precision amp or bf16, not {precision}"
             )
-        flash_version(device)  # refuses a GPU it does not run on
+        flash_version(device, version)  # refuses a GPU it does not run on
         flash = True
     elif x.attention == "auto":
         runs = device.arch in ("turing", "ampere", "hopper", "blackwell")
         flash = cfg.causal and x.framework == "pytorch" and half and runs
+        if flash and version is not None:
+            flash_version(device, version)
     else:
         flash = False
     return Numerics(
         gemm_precision=gemm,
         pass_precision=passes,
         flash=flash,
+        flash_version=version,
         fused_softmax=x.fusion == "xla",
         autocast=precision in ("amp", "bf16") and x.fusion != "xla",
         causal=cfg.causal,

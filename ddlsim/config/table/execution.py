@@ -16,6 +16,7 @@ from ddlsim.config.checks import Range, Vocabulary, optional
 from ddlsim.config.knob import (
     ATTENTIONS,
     ELASTIC,
+    FLASH_VERSIONS,
     MAX_CYCLE_TIME_MS,
     MAX_FUSION_THRESHOLD_MB,
     MAX_GRAD_ACCUM,
@@ -436,6 +437,19 @@ ROWS: tuple[Knob, ...] = (
         "PyTorch 2's scaled_dot_product_attention picks; unfused otherwise)",
         check=Vocabulary("attention", lambda: ATTENTIONS),
         choices=lambda: ATTENTIONS,
+        applies=TRANSFORMERS_ONLY,
+    ),
+    Knob(
+        "flash_version",
+        "execution",
+        "auto",
+        "str",
+        "--flash-version",
+        "the FlashAttention release the attention runs: 1 (flash-attn 1.0), 2 (PyTorch's "
+        "scaled_dot_product_attention from 2.2), 3 (Hopper only, a separate install) or auto "
+        "(2 where the GPU runs it, 1 on Turing)",
+        check=Vocabulary("FlashAttention version", lambda: FLASH_VERSIONS),
+        choices=lambda: FLASH_VERSIONS,
         applies=TRANSFORMERS_ONLY,
     ),
     Knob(

@@ -55,6 +55,12 @@ from ddlsim.workload.zoo.aliases import canonical
 #: interconnect (RoCE)"), carried by 200 GbE NICs (the 8 x 200 Gb/s of an A100 server)
 ROCE_RATE = re.compile(r"(\d+)\s*Gbps node-node interconnect \(RoCE\)")
 ROCE_NIC_GBPS = 200
+#: the FlashAttention release a source's runs used, where the source's stack fixes it:
+#: llm-foundry's benchmark tables (2023-07, 2024-01) ran its ``gpu`` install extra, flash-attn
+#: 1.0.x (FlashAttention 2 was the opt-in ``gpu-flash2`` extra); their attention cost bears it
+#: out: about 150-165 TFLOP/s (6N + 12·L·d·s convention) on A100 and 245-290 on H100, the rates
+#: of FlashAttention 1, half those of FlashAttention 2 on A100 (docs/design.md)
+FLASH_VERSION_OF_SOURCE = {"MOSAIC_LLMF_2307": "1", "MOSAIC_LLMF_2401": "1"}
 #: GPUs on one HGX / DGX baseboard (the node a multi-node row's GPUs fill when unstated)
 BOARD_GPUS = 8
 #: what a note says of an ``other`` row whose exchange is one flat all-reduce of the gradients
@@ -224,6 +230,8 @@ def plan_transformer_row(run: Run, index: BaselineIndex, options: ValidateOption
             return _skip("suspect-baseline", reason, baseline)
     if unmapped:
         notes.append(f"variant not mapped: {', '.join(unmapped)}")
+    if "flash-attn" in run.variant and run.source_id in FLASH_VERSION_OF_SOURCE:
+        numerics["flash_version"] = FLASH_VERSION_OF_SOURCE[run.source_id]
     if comm == "fsdp" and "fsdp-mp-pure" not in run.variant:
         numerics["fsdp_precision"] = "default"  # Composer's preset, the tables' MP DEFAULT
     if comm not in ("fsdp",):
