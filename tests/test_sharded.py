@@ -198,3 +198,29 @@ def test_the_report_shows_the_sharding(cli) -> None:
     assert code == 0
     assert "DeepSpeed ZeRO stage 2, overlap_comm off" in out and "state over 16 GPUs" in out
     assert math.isfinite(float(out.split("tokens/s")[1].split()[0].replace(",", "")))
+
+
+def test_gpus_min_is_the_fewest_nodes_that_hold_the_step() -> None:
+    kw = dict(model="mpt-30b", gpu="a100-sxm4-80gb", comm="fsdp", precision="bf16", batch=1,
+              activation_checkpointing=True, inter_node="200gbe", nics_per_node=8,
+              node_mtbf_hours=0)  # fmt: skip
+    n = ddlsim.predict(gpus="min", **kw).setup.cluster.n_gpus
+    assert n % 8 == 0 and n >= 8
+    fits = ddlsim.predict(gpus=n, **kw)
+    assert fits.setup.memory.fits
+    if n > 8:
+        with pytest.raises(ConfigError, match="does not fit"):
+            ddlsim.predict(gpus=n - 8, **kw)
+
+
+def test_gpus_min_inside_one_node_and_refusals(cli) -> None:
+    p = ddlsim.predict(model="bert-large", gpus="min", gpu="v100", precision="amp", batch=8,
+                       comm="ddp", node_mtbf_hours=0)  # fmt: skip
+    assert p.setup.cluster.n_gpus == 1
+    code, _, err = cli("predict", "--model", "mpt-70b", "--gpu", "a100-sxm4-80gb", "--gpus",
+                       "min", "--comm", "zero2", "--precision", "bf16", "--batch", "1")  # fmt: skip
+    assert code == 2 and "ZeRO-2 keeps the half-precision parameters whole" in err
+    code, _, err = cli("predict", "--model", "resnet50", "--gpus", "min")
+    assert code == 2 and "no memory model" in err
+    code, _, err = cli("predict", "--model", "mpt-125m", "--gpus", "min", "--batch", "max")
+    assert code == 2 and "give one of them a number" in err

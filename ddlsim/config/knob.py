@@ -45,6 +45,8 @@ MAX_SLOWDOWN = 100.0
 MAX_BATCH = 65536
 #: the batch knob's word for the largest micro-batch that fits (``--batch max``)
 BATCH_MAX = "max"
+#: the gpus knob's word for the fewest GPUs on which the job's step fits (``--gpus min``)
+GPUS_MIN = "min"
 #: longest sequence accepted: a million tokens, beyond any published training context
 MAX_SEQ_LEN = 1 << 20
 #: a transformer's attention kernels (the ``attention`` knob)

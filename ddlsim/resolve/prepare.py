@@ -26,7 +26,7 @@ from ddlsim.config.groups import (
     WorkloadConfig,
     optimizer_of,
 )
-from ddlsim.config.knob import BATCH_MAX
+from ddlsim.config.knob import BATCH_MAX, GPUS_MIN
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
 from ddlsim.execution.dag import DiGraph, build_dag
@@ -106,6 +106,8 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     transformer = names.transformer is not None
     if not transformer:
         _cnn_only(names, x)
+    if s.gpus == GPUS_MIN:
+        s = replace(s, gpus=_fewest_gpus(w, s, x, names))
     cluster = resolve_system(s, names.gpu, nccl=x.comm in NCCL_METHODS)
     strategy = resolve_strategy(
         x, cluster, batch=names.batch, precision=names.precision, data=w.data
@@ -154,6 +156,15 @@ def _transformer(
         )
     compute, need = resolve_transformer_compute(w, x, names, cluster, strategy)
     return names, strategy, compute, need
+
+
+def _fewest_gpus(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig, names: Names) -> int:
+    """``--gpus min`` (:func:`ddlsim.resolve.fit.fewest_gpus`; one search at a time)."""
+    from ddlsim.resolve.fit import fewest_gpus
+
+    if w.batch == BATCH_MAX:
+        raise ConfigError("--gpus min and --batch max: give one of them a number")
+    return fewest_gpus(w, s, x, names, nccl=x.comm in NCCL_METHODS)
 
 
 def _cnn_only(names: Names, x: ExecutionConfig) -> None:

@@ -159,11 +159,16 @@ def too_big(
     state = need.params_bytes + need.grads_bytes + need.optimizer_bytes
     fixed = state + need.buffers_bytes + need.reserve_bytes
     if fixed > need.capacity_bytes:
+        stage = need.sharded_stage
         hint = (
             "its weights, gradients, optimizer state and exchange buffers alone do not fit: "
-            "shard them over more GPUs (a larger --gpus; --sharding full_shard or --comm zero3 "
-            "shard the most)"
-            if need.sharded
+            + (
+                f"ZeRO-{stage} keeps the half-precision parameters whole on every GPU "
+                "(--comm zero3 or fsdp shard them too)"
+                if stage in (1, 2)
+                else "shard them over more GPUs (a larger --gpus, or --gpus min)"
+            )
+            if stage is not None
             else "its weights, gradients, optimizer state and exchange buffers alone do not fit: "
             "data parallelism keeps them whole on every GPU (--comm fsdp or zero1 / zero2 / "
             "zero3 shard them)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ddlsim.calibration.profile import MIN_IMAGES_PER_SEC
 from ddlsim.config.checks import Range, optional
 from ddlsim.config.knob import (
+    GPUS_MIN,
     RESTART,
     Applies,
     Knob,
@@ -22,11 +23,14 @@ ROWS: tuple[Knob, ...] = (
         "gpus",
         "system",
         1,
-        "int",
+        "int | str",
         "--gpus",
-        "total GPUs (default: 1)",
-        check=lambda v: catalog.check_count("gpus", v, MAX_GPUS),
-        parse="int",
+        "total GPUs (default: 1); min: the fewest whole nodes (or GPUs of one node) on which a "
+        "transformer's step fits the GPUs' memory",
+        check=lambda v: v == GPUS_MIN or catalog.check_count("gpus", v, MAX_GPUS),
+        parse="int-or-min",
+        metavar="N|min",
+        words={GPUS_MIN: GPUS_MIN},
     ),
     Knob(
         "gpu",

@@ -49,8 +49,8 @@ class Memory:
     logits_bytes: float
     reserve_bytes: float
     capacity_bytes: float
-    #: the state is split over several GPUs (a sharded method)
-    sharded: bool = False
+    #: how a sharded method splits the state (:attr:`ShardedState.stage`; None: it does not)
+    sharded_stage: int | str | None = None
 
     @property
     def total_bytes(self) -> float:
@@ -191,5 +191,5 @@ def memory(
         logits = b * s * cfg.vocab * (p + 4)  # the logits and their fp32 softmax / gradient
     return Memory(
         weights, grads, state, buffers, activations, logits, RESERVE_BYTES, capacity_bytes,
-        sharded is not None,
+        None if sharded is None else sharded.stage,
     )  # fmt: skip
