@@ -91,6 +91,14 @@ def device_aliases() -> dict[str, str]:
     return dict(_catalog().aliases)
 
 
+def reference_network(gpu: str) -> tuple[str, int] | None:
+    """The network id and NICs per node of ``gpu``'s reference server (DGX H100: ``("ib-ndr",
+    8)``), None where the catalog names none."""
+    cat = _catalog()
+    entry = cat.default_network.get(cat.device_id(gpu))
+    return None if entry is None else entry[:2]
+
+
 def link(name: str) -> LinkSpec:
     """An intra-node fabric or a network by id (intra fabrics first: ``"none"`` and ``"pcie3"``
     resolve to their intra-node entries; use :func:`host_link` for GPU<->host links)."""
