@@ -98,9 +98,17 @@ def test_effective_rdma_bandwidth_is_monotone_in_the_stated_speed(family, speeds
 
 @pytest.mark.parametrize(
     ("gpu", "network", "nics"),
-    [("h100", "ib-ndr", 8), ("h200", "ib-ndr", 8), ("b200", "ib-ndr", 8), ("a100", "ib-hdr", 8)]
-    + [("a100-80gb", "ib-hdr", 8), ("v100", "ib-edr", 1), ("p100", "ib-edr", 1)]
-    + [("k80", "ib-edr", 1), ("t4", "ib-edr", 1)],
+    [
+        ("h100", "ib-ndr", 8),
+        ("h200", "ib-ndr", 8),
+        ("b200", "ib-ndr", 8),
+        ("a100", "ib-hdr", 8),
+        ("a100-80gb", "ib-hdr", 8),
+        ("v100", "ib-edr", 1),
+        ("p100", "ib-edr", 1),
+        ("k80", "ib-edr", 1),
+        ("t4", "ib-edr", 1),
+    ],
 )
 def test_the_default_network_is_the_reference_server_s(gpu: str, network: str, nics: int) -> None:
     cluster = build_cluster(gpu, 64, 8)
