@@ -24,7 +24,7 @@ NEW_GPUS = ("h200", "b200", "gb200", "h20")
 
 
 def test_datasheet_figures_of_the_new_gpus() -> None:
-    h200, b200, gb200 = (catalog.device(g) for g in ("h200", "hgx-b200", "gb200-nvl72"))
+    h200, b200, gb200 = (catalog.device(g) for g in ("h200", "hgx-b200", "gb200"))
     assert h200.memory_bytes == 141 * 2**30 and h200.mem_bandwidth_Bps == 4.8e12
     assert h200.peak_fp16_flops == 989e12 and h200.peak_fp8_flops == 1979e12
     # dense = the datasheet's sparsity figure halved: HGX B200 8 GPUs, FP8 72 PFLOPS sparse
