@@ -216,7 +216,7 @@ def test_sample_is_small_and_every_usable_row_is_predicted():
 
 
 def test_kernel_only_gpus_are_not_offered_to_predict():
-    for name in ("t4", "p4", "a40", "gtx-1080ti", "titan-xp"):
+    for name in ("p4", "a40", "gtx-1080ti", "titan-xp"):
         gpu = catalog.kernel_device(name)
         assert gpu.sm_count and gpu.sources["peak_fp32_TFLOPS"]
         assert name not in catalog.device_names()

@@ -14,7 +14,8 @@ from ddlsim.system.instances import instance, instance_names, with_instance
 def test_every_instance_names_catalog_hardware(name):
     inst = instance(name)
     catalog.device(inst.gpu)
-    assert inst.intra in catalog.intra_link_names() and inst.network in catalog.inter_link_names()
+    assert inst.intra in catalog.intra_link_names()
+    assert catalog.network(inst.network).id in (inst.network, *catalog.inter_link_names())
     assert inst.gpus >= 1 and inst.nics >= 1 and inst.source
 
 

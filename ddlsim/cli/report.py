@@ -96,6 +96,14 @@ def _nics(inputs: dict) -> str:
     return f"{n} NICs x " if n > 1 else ""
 
 
+def _datasheet_line(inputs: dict) -> list[str]:
+    """The catalog entries only a datasheet vouches for (none: no line)."""
+    names = inputs.get("datasheet_only")
+    if not names:
+        return []
+    return [f"    datasheet-only {', '.join(names)} (no measured run checks them yet)"]
+
+
 def _stack_line(inputs: dict) -> list[str]:
     """The software stack the compute is timed for (framework, layout, operator fusion)."""
     st = inputs.get("stack")
@@ -241,7 +249,9 @@ def _assumption_lines(p: Prediction) -> list[str]:
             f", {_nics(i)}{i['nic_bandwidth_Gbps']:.1f} Gb/s effective, {i['transport']}"
             if i.get("nic_bandwidth_Gbps")
             else ""
-        ),
+        )
+        + (f" (default: {i['network_default']})" if i.get("network_default") else ""),
+        *_datasheet_line(i),
         f"    method         {i['comm']} ({i['comm_model']}), {n_ops} op(s)/iteration, "
         f"{total_bytes / 1e6:.1f} MB/iteration",
         *_schedule_lines(i),

@@ -25,7 +25,9 @@ class DeviceSpec:
     before): fp32 convolutions and matrix products run on it unless TF32 is turned off.
     ``base_clock_hz`` / ``boost_clock_hz`` / ``max_power_w``: the product brief's clocks and
     power limit where catalogued (the peaks are at the boost clock); descriptive: the model
-    times at the peaks.
+    times at the peaks. ``peak_fp8_flops`` / ``peak_fp4_flops``: dense fp8 (Hopper and later)
+    and fp4 (Blackwell) tensor-core peaks, descriptive (reported, not yet timed).
+    ``datasheet_only``: no measured run has checked the entry yet (reports say so).
     """
 
     id: str
@@ -44,6 +46,10 @@ class DeviceSpec:
     base_clock_hz: float | None = None  # product brief's base clock (None: not catalogued)
     boost_clock_hz: float | None = None  # the clock the peaks are quoted at
     max_power_w: float | None = None  # the board's power limit (TDP)
+    peak_fp8_flops: float | None = None  # dense fp8 tensor-core peak (Hopper+; None: none)
+    peak_fp4_flops: float | None = None  # dense fp4 tensor-core peak (Blackwell; None: none)
+    #: True while only the datasheet vouches for the entry (no measured run checks it yet)
+    datasheet_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +74,8 @@ class LinkSpec:
     nccl_hop: str = "pcie"  # intra fabrics: NCCL's latency class of a hop (nvlink | pcie)
     nccl_channels: int = 2  # intra fabrics: channels (rings, one CTA each) NCCL opens
     nccl_transport: str = ""  # networks: the transport NCCL picks when none is given
+    #: True while only the datasheet vouches for the entry (no measured run checks it yet)
+    datasheet_only: bool = False
 
     def bandwidth_Bps(self, transport: str | None = None) -> float:
         """Achievable bandwidth per direction over ``transport`` (default: the link's own)."""
@@ -115,6 +123,8 @@ class Cluster:
     host_reduce_Bps: float = 10e9
     nccl_hop: str = "pcie"  # NCCL latency class of an intra-node hop: nvlink | pcie
     nccl_channels: int = 2  # channels NCCL runs (one CTA, i.e. one SM, each)
+    #: how the network was chosen when the job named none ("" when it named one, or one node)
+    network_default: str = field(default="", compare=False)
 
     @property
     def n_nodes(self) -> int:
