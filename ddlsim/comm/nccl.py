@@ -174,7 +174,7 @@ class Topology:
     @property
     def volta_or_later(self) -> bool:
         """Volta or newer (LL128, the larger LL threshold)."""
-        return self.arch in ("volta", "turing", "ampere", "hopper")
+        return self.arch in ("volta", "turing", "ampere", "hopper", "blackwell")
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ def ring_latency_s(topo: Topology, protocol: str, nbytes: float, *, plateau: boo
     lat += net_steps * _net_hop_s(topo, "ring", protocol)
     slice_bytes = nbytes / (topo.channels * n)
     if plateau and nodes > 1 and protocol == "Simple" and slice_bytes >= 64:
-        ampere = topo.arch in ("ampere", "hopper")
+        ampere = topo.arch in ("ampere", "hopper", "blackwell")
         lat *= RING_PLATEAU["ampere" if ampere else "pre_ampere"]
     return lat
 

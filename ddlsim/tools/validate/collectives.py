@@ -304,8 +304,9 @@ def _reference_infiniband(gpu: str) -> tuple[str, int | None, str]:
 
 
 def comm_model(setup: dict[str, Any], network_calibration: Any = None) -> Any:
-    """The communication model predict would build for this setup (horovod-nccl): the system
-    and execution wings' resolvers, as ``prepare`` uses them."""
+    """The NCCL model predict would build for this setup, by the system and execution wings'
+    resolvers as ``prepare`` uses them: the sharded methods' (:mod:`ddlsim.comm.sharded`),
+    whose all-reduce is horovod-nccl's and which also costs all-gather and reduce-scatter."""
     from ddlsim.config.groups import SystemConfig
     from ddlsim.execution.strategy import Strategy
     from ddlsim.resolve.execution import resolve_comm
@@ -321,7 +322,9 @@ def comm_model(setup: dict[str, Any], network_calibration: Any = None) -> Any:
         nics_per_node=setup["nics_per_node"],
     )
     cluster = resolve_system(system, setup["gpu"], nccl=True, network=network_calibration)
-    strategy = Strategy(nccl_version=setup["nccl_version"], algorithm=setup["algorithm"])
+    strategy = Strategy(
+        comm="fsdp", nccl_version=setup["nccl_version"], algorithm=setup["algorithm"]
+    )
     return resolve_comm(strategy, cluster)
 
 
