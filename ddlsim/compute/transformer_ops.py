@@ -84,10 +84,17 @@ FLASH_EFFICIENCY_HOPPER = {
 #: PyTorch's scaled_dot_product_attention (2.2+); FA3 is a separate, Hopper-only install
 DEFAULT_FLASH_VERSION = 2
 #: the architectures each FlashAttention version runs on (FA1: Turing, Ampere, Ada, Hopper, as
-#: flash-attn 1.0's README lists; FA2: sm_80+; FA3: sm_90 Hopper only)
-FLASH_ARCHS = {1: ("turing", "ampere", "hopper"), 2: ("ampere", "hopper"), 3: ("hopper",)}
-#: architectures with Hopper's warpgroup tensor-core instructions (FLASH_EFFICIENCY_HOPPER)
-HOPPER_ARCHS = ("hopper",)
+#: flash-attn 1.0's README lists; FA2: sm_80+, Blackwell through PyTorch 2.7's
+#: scaled_dot_product_attention; FA3: sm_90 Hopper only)
+FLASH_ARCHS = {
+    1: ("turing", "ampere", "hopper"),
+    2: ("ampere", "hopper", "blackwell"),
+    3: ("hopper",),
+}
+#: architectures whose tensor-core peak needs instructions newer than Ampere's ``mma.sync``
+#: (Hopper's ``wgmma``, Blackwell's ``tcgen05``): FLASH_EFFICIENCY_HOPPER; on Blackwell an
+#: assumption (no FA2 measurement there: datasheet-only)
+HOPPER_ARCHS = ("hopper", "blackwell")
 #: FlashAttention's backward recomputes the scores: 2.5x the forward FLOPs (transformer facts 4.1)
 FLASH_BACKWARD_FLOPS = 2.5
 
