@@ -15,7 +15,7 @@ from ddlsim.comm.byteps import BytePSModel
 from ddlsim.comm.distributed_replicated import DistributedReplicatedModel
 from ddlsim.comm.gloo import GlooModel
 from ddlsim.comm.hierarchical import HierarchicalModel
-from ddlsim.comm.mpi import MPIModel
+from ddlsim.comm.mpi import DEFAULT_MPI, MPIModel
 from ddlsim.comm.nccl import ALGORITHM_CHOICES as ALGORITHMS
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.comm.nccl import PROTOCOL_CHOICES as NCCL_PROTOCOLS
@@ -65,6 +65,7 @@ def make_comm_model(
     algorithm: str = "auto",
     nccl_version: str = DEFAULT_NCCL_VERSION,
     nccl_protocol: str = "auto",
+    mpi: str = DEFAULT_MPI,
     n_ps: int | None = None,
     ps_colocated: bool = True,
     ps_placement: str = "cpu",
@@ -77,7 +78,8 @@ def make_comm_model(
     ``auto``, ``LL``, ``LL128`` or ``Simple`` (``NCCL_PROTO``); ``hierarchical=True`` is
     Horovod's hierarchical allreduce (NCCL calls per level), which takes precedence;
     ``horovod-gloo`` is Gloo's ring over TCP (loopback inside a node), summed on the CPU;
-    ``ddp`` (PyTorch DistributedDataParallel) runs NCCL's allreduce as ``horovod-nccl`` does.
+    ``ddp`` (PyTorch DistributedDataParallel) runs NCCL's allreduce as ``horovod-nccl`` does;
+    ``horovod-mpi`` sums on the host with ``mpi``'s loops (``openmpi-4.1``: vectorised).
     ``n_ps`` (``ps``, ``distributed-replicated``, ``byteps``) defaults to one per worker node
     (1 on a single node), the tf_cnn_benchmarks convention; ``ps_colocated`` puts PS shards /
     BytePS servers on the worker nodes (``distributed-replicated`` always co-locates them);
@@ -105,7 +107,7 @@ def make_comm_model(
         model.name = method
         return model
     if method == "horovod-mpi":
-        return MPIModel(cluster)
+        return MPIModel(cluster, mpi)
     if method == "horovod-gloo":
         return GlooModel(cluster)
     if method == "ps":

@@ -43,6 +43,7 @@ from ddlsim.system.catalog_files import (  # noqa: F401  (_load_catalog: used by
     _parse_links,
     _read_json,
 )
+from ddlsim.system.instances import with_sockets
 from ddlsim.system.specs import TRANSPORTS, Cluster, DeviceSpec, Hop, LinkSpec
 
 # --------------------------------------------------------------------------- public look-ups
@@ -188,13 +189,13 @@ def build_cluster(
     n_nodes = n // per_node if n >= per_node else 1
     intra_id = _intra_fabric_id(cat, device_id, intra_id, n, per_node)
     inter_id = _inter_network_id(cat, inter_node, n, per_node, n_nodes)
-    net, _instance = cat.network(inter_id, device_id)
+    net, net_instance = cat.network(inter_id, device_id)
     transport_id = _transport_id(net, transport, nccl)
     nics = check_count("nics_per_node", nics_per_node, MAX_NICS_PER_NODE)
 
     fabric = cat.intra[intra_id]
     host = cat.host[spec.host_link]
-    return Cluster(
+    cluster = Cluster(
         device=spec,
         n_gpus=n,
         gpus_per_node=per_node,
@@ -211,6 +212,7 @@ def build_cluster(
         nccl_hop=fabric.nccl_hop,
         nccl_channels=fabric.nccl_channels,
     )
+    return with_sockets(cluster, net_instance if n_nodes > 1 else None)
 
 
 def _gpus_per_node(

@@ -10,6 +10,7 @@ from ddlsim.comm.nccl import (
     PROTOCOL_CHOICES,
     NcclVersion,
 )
+from ddlsim.comm.mpi import DEFAULT_MPI, MpiRelease
 from ddlsim.compute.kernels import LAYOUTS
 from ddlsim.compute.stack import DEFAULT_FRAMEWORK, FRAMEWORKS, FUSIONS
 from ddlsim.config.checks import Range, Vocabulary, optional
@@ -259,6 +260,20 @@ ROWS: tuple[Knob, ...] = (
             "it applies to horovod-nccl (replicated-nccl is TensorFlow's own NCCL 1)",
             ("comm",),
         ),
+    ),
+    Knob(
+        "mpi",
+        "execution",
+        DEFAULT_MPI,
+        "str",
+        "--mpi",
+        "MPI implementation and release of horovod-mpi (openmpi-X.Y, intel-mpi-X, mvapich2-X.Y): "
+        "Open MPI sums with AVX kernels from 4.1, with plain loops before (default: "
+        f"{DEFAULT_MPI})",
+        check=MpiRelease.parse,
+        canonical=lambda v: str(MpiRelease.parse(v)),
+        metavar="IMPL-X.Y",
+        applies=Applies(comm_in("horovod-mpi"), "it applies to horovod-mpi", ("comm",)),
     ),
     Knob(
         "algorithm",
