@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from ddlsim.comm import METHODS as COMM_METHODS
 from ddlsim.comm import PS_METHODS
+from ddlsim.comm.mpi import DEFAULT_MPI, MpiRelease
 from ddlsim.comm.nccl import (
     ALGORITHM_CHOICES,
     DEFAULT_NCCL_VERSION,
     PROTOCOL_CHOICES,
     NcclVersion,
 )
-from ddlsim.comm.mpi import DEFAULT_MPI, MpiRelease
 from ddlsim.compute.kernels import LAYOUTS
 from ddlsim.compute.stack import DEFAULT_FRAMEWORK, FRAMEWORKS, FUSIONS
 from ddlsim.config.checks import Range, Vocabulary, optional

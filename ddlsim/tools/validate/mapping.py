@@ -49,9 +49,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddlsim.calibration.network import network_calibration_kwargs
+from ddlsim.comm.mpi import MpiRelease
 from ddlsim.compute.stack import FRAMEWORKS, UNMODELLED_FRAMEWORKS
 from ddlsim.compute.stack import resolve as resolve_stack
-from ddlsim.comm.mpi import MpiRelease
 from ddlsim.errors import ConfigError, DdlsimError, UnknownNameError
 from ddlsim.execution.strategy import COMM_METHODS, DATA_KINDS, PRECISIONS
 from ddlsim.system import catalog

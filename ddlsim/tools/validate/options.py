@@ -27,7 +27,8 @@ class ValidateOptions:
     Passed to :func:`ddlsim.predict`: ``engine``, ``fusion_threshold_mb``, ``cycle_time_ms``,
     ``rank_sigma``, ``host_contention``, ``interference``, ``nccl_version``,
     ``horovod_version``, ``mpi`` (a row's own ``mpi`` cell, where the file has one, wins over
-    it: :func:`ddlsim.tools.validate.mapping.row_mpi`). Cell fillers (each noted on the rows it fills):
+    it: :func:`ddlsim.tools.validate.mapping.row_mpi`). Cell fillers (each noted on the rows
+    it fills):
     ``assume_baseline_batch`` (an empty ``batch_per_gpu`` takes the baseline's),
     ``assume_batch`` (an empty ``batch_per_gpu`` that the baseline does not state either),
     ``assume_precision`` (an empty ``precision``), ``assume_inter_node`` and
