@@ -166,6 +166,11 @@ def test_tcp_allreduce_time_is_bytes_over_the_flow_bound():
 
 
 def test_an_aws_instance_carries_its_vendor_and_cap():
-    c = build_cluster("v100-sxm2", 16, 8, None, "ec2", "tcp", nccl=True)
-    assert (c.socket_vendor, c.socket_flow_cap_Bps) == ("aws", 10e9 / 8)
+    from ddlsim.config import SystemConfig
+    from ddlsim.resolve.system import resolve_system
+
+    for kw in ({"inter_node": "ec2"}, {"instance": "p3.16xlarge"}):
+        s = SystemConfig(gpus=16, gpus_per_node=8, transport="tcp", **kw)
+        c = resolve_system(s, "v100-sxm2", nccl=True)
+        assert (c.socket_vendor, c.socket_flow_cap_Bps) == ("aws", 10e9 / 8)
     assert build_cluster("v100-sxm2", 16, 8, None, "25gbe", "tcp").socket_vendor == ""

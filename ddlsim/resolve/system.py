@@ -29,7 +29,8 @@ def resolve_system(
         nccl=nccl,
     )  # fmt: skip
     if cluster.n_nodes > 1:
-        cluster = with_sockets(cluster, s.instance)
+        named = s.instance or catalog.network_instance(cluster.inter_link, gpu)
+        cluster = with_sockets(cluster, named)
     if network is None and s.network_calibration is not None:
         network = netcal_file.load(s.network_calibration)
     return cluster if network is None else netcal_file.apply(network, cluster)

@@ -43,7 +43,6 @@ from ddlsim.system.catalog_files import (  # noqa: F401  (_load_catalog: used by
     _parse_links,
     _read_json,
 )
-from ddlsim.system.instances import with_sockets
 from ddlsim.system.specs import TRANSPORTS, Cluster, DeviceSpec, Hop, LinkSpec
 
 # --------------------------------------------------------------------------- public look-ups
@@ -111,6 +110,13 @@ def network(name: str, gpu: str | None = None) -> LinkSpec:
     cat = _catalog()
     device_id = None if gpu is None else cat.device_id(gpu)
     return cat.network(cat.inter_id(name), device_id)[0]
+
+
+def network_instance(name: str, gpu: str) -> str | None:
+    """The cloud instance type whose figures the network ``name`` takes for ``gpu`` (``ec2``
+    with a V100: p3.16xlarge), None for a network of no instance."""
+    cat = _catalog()
+    return cat.network(cat.inter_id(name), cat.device_id(gpu))[1]
 
 
 def host_link(name: str) -> LinkSpec:
@@ -189,13 +195,13 @@ def build_cluster(
     n_nodes = n // per_node if n >= per_node else 1
     intra_id = _intra_fabric_id(cat, device_id, intra_id, n, per_node)
     inter_id = _inter_network_id(cat, inter_node, n, per_node, n_nodes)
-    net, net_instance = cat.network(inter_id, device_id)
+    net, _instance = cat.network(inter_id, device_id)
     transport_id = _transport_id(net, transport, nccl)
     nics = check_count("nics_per_node", nics_per_node, MAX_NICS_PER_NODE)
 
     fabric = cat.intra[intra_id]
     host = cat.host[spec.host_link]
-    cluster = Cluster(
+    return Cluster(
         device=spec,
         n_gpus=n,
         gpus_per_node=per_node,
@@ -212,7 +218,6 @@ def build_cluster(
         nccl_hop=fabric.nccl_hop,
         nccl_channels=fabric.nccl_channels,
     )
-    return with_sockets(cluster, net_instance if n_nodes > 1 else None)
 
 
 def _gpus_per_node(
