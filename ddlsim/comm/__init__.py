@@ -15,7 +15,7 @@ from ddlsim.comm.byteps import BytePSModel
 from ddlsim.comm.distributed_replicated import DistributedReplicatedModel
 from ddlsim.comm.gloo import GlooModel
 from ddlsim.comm.hierarchical import HierarchicalModel
-from ddlsim.comm.mpi import MPIModel
+from ddlsim.comm.mpi import DEFAULT_MPI, MPIModel
 from ddlsim.comm.nccl import ALGORITHM_CHOICES as ALGORITHMS
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.comm.nccl import PROTOCOL_CHOICES as NCCL_PROTOCOLS
@@ -74,6 +74,7 @@ def make_comm_model(
     algorithm: str = "auto",
     nccl_version: str = DEFAULT_NCCL_VERSION,
     nccl_protocol: str = "auto",
+    mpi: str = DEFAULT_MPI,
     n_ps: int | None = None,
     ps_colocated: bool = True,
     ps_placement: str = "cpu",
@@ -89,6 +90,7 @@ def make_comm_model(
     ``ddp`` (PyTorch DistributedDataParallel) runs NCCL's allreduce as ``horovod-nccl`` does;
     the sharded methods (``fsdp``, ``zero1``-``zero3``) NCCL's all-gather, reduce-scatter and
     all-reduce (:class:`~ddlsim.comm.sharded.ShardedModel`).
+    ``horovod-mpi`` sums on the host with ``mpi``'s loops (``openmpi-4.1``: vectorised).
     ``n_ps`` (``ps``, ``distributed-replicated``, ``byteps``) defaults to one per worker node
     (1 on a single node), the tf_cnn_benchmarks convention; ``ps_colocated`` puts PS shards /
     BytePS servers on the worker nodes (``distributed-replicated`` always co-locates them);
@@ -122,7 +124,7 @@ def make_comm_model(
         model.name = method
         return model
     if method == "horovod-mpi":
-        return MPIModel(cluster)
+        return MPIModel(cluster, mpi)
     if method == "horovod-gloo":
         return GlooModel(cluster)
     if method == "ps":

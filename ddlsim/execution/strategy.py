@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from ddlsim.calibration.use import DEFAULT_BATCH_PER_GPU
 from ddlsim.comm import HOROVOD_METHODS, PS_METHODS
 from ddlsim.comm import METHODS as COMM_METHODS
+from ddlsim.comm.mpi import DEFAULT_MPI
 from ddlsim.comm.nccl import (
     ALGORITHM_CHOICES,
     DEFAULT_NCCL_VERSION,
@@ -86,6 +87,7 @@ class Strategy:
     algorithm: str = "auto"
     nccl_version: str = DEFAULT_NCCL_VERSION
     nccl_protocol: str = "auto"
+    mpi: str = DEFAULT_MPI
     horovod_version: str = DEFAULT_HOROVOD_VERSION
     response_cache: bool = True
     fp16_allreduce: bool = False

@@ -126,6 +126,13 @@ def network(name: str, gpu: str | None = None) -> LinkSpec:
     return cat.network(cat.inter_id(name), device_id)[0]
 
 
+def network_instance(name: str, gpu: str) -> str | None:
+    """The cloud instance type whose figures the network ``name`` takes for ``gpu`` (``ec2``
+    with a V100: p3.16xlarge), None for a network of no instance."""
+    cat = _catalog()
+    return cat.network(cat.inter_id(name), cat.device_id(gpu))[1]
+
+
 def host_link(name: str) -> LinkSpec:
     """The GPU<->host link ``name`` (pcie3, pcie4, pcie5)."""
     cat = _catalog()

@@ -6,6 +6,7 @@ converted once by :mod:`ddlsim.system.catalog`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 TRANSPORTS = ("tcp", "rdma")
@@ -106,7 +107,10 @@ class Cluster:
     between nodes through the node's NIC(s) (``None`` for a single node), ``host`` the GPU<->host
     PCIe hop (device-to-host copies, CPU reductions, gRPC staging). ``nics_per_node`` NICs share
     the node's traffic. ``host_reduce_Bps`` is the CPU's summation bandwidth (bytes of input
-    reduced per second) used by MPI-on-CPU and parameter servers.
+    reduced per second) used by parameter servers. ``socket_flow_cap_Bps`` is what the provider
+    lets one TCP flow carry (EC2: 5 Gb/s, 10 inside a cluster placement group; inf where none
+    is documented) and ``socket_vendor`` the NIC vendor NCCL's socket transport reads to pick
+    its threads and sockets per connection (``aws``, ``gcp``; empty: any other).
     """
 
     device: DeviceSpec
@@ -125,6 +129,8 @@ class Cluster:
     nccl_channels: int = 2  # channels NCCL runs (one CTA, i.e. one SM, each)
     #: how the network was chosen when the job named none ("" when it named one, or one node)
     network_default: str = field(default="", compare=False)
+    socket_flow_cap_Bps: float = math.inf  # one TCP flow's cap (provider), inf: none
+    socket_vendor: str = ""  # NIC vendor for NCCL's socket defaults: aws | gcp | ""
 
     @property
     def n_nodes(self) -> int:

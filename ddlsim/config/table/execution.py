@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ddlsim.comm import METHODS as COMM_METHODS
 from ddlsim.comm import PS_METHODS
+from ddlsim.comm.mpi import DEFAULT_MPI, MpiRelease
 from ddlsim.comm.nccl import (
     ALGORITHM_CHOICES,
     DEFAULT_NCCL_VERSION,
@@ -260,6 +261,20 @@ ROWS: tuple[Knob, ...] = (
             "it applies to horovod-nccl (replicated-nccl is TensorFlow's own NCCL 1)",
             ("comm",),
         ),
+    ),
+    Knob(
+        "mpi",
+        "execution",
+        DEFAULT_MPI,
+        "str",
+        "--mpi",
+        "MPI implementation and release of horovod-mpi (openmpi-X.Y, intel-mpi-X, mvapich2-X.Y): "
+        "Open MPI sums with AVX kernels from 4.1, with plain loops before (default: "
+        f"{DEFAULT_MPI})",
+        check=MpiRelease.parse,
+        canonical=lambda v: str(MpiRelease.parse(v)),
+        metavar="IMPL-X.Y",
+        applies=Applies(comm_in("horovod-mpi"), "it applies to horovod-mpi", ("comm",)),
     ),
     Knob(
         "algorithm",

@@ -49,9 +49,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddlsim.calibration.network import network_calibration_kwargs
+from ddlsim.comm.mpi import MpiRelease
 from ddlsim.compute.stack import FRAMEWORKS, UNMODELLED_FRAMEWORKS
 from ddlsim.compute.stack import resolve as resolve_stack
-from ddlsim.errors import DdlsimError, UnknownNameError
+from ddlsim.errors import ConfigError, DdlsimError, UnknownNameError
 from ddlsim.execution.strategy import COMM_METHODS, DATA_KINDS, PRECISIONS
 from ddlsim.system import catalog
 from ddlsim.system.specs import TRANSPORTS
@@ -209,6 +210,11 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
             f"framework {run.framework!r} has no modelled stack: TensorFlow's assumed (the "
             "anchor carries its compute)"
         )
+    if comm == "horovod-mpi" and row_mpi(run):
+        try:
+            kwargs["mpi"] = str(MpiRelease.parse(row_mpi(run)))
+        except ConfigError as err:
+            return _skip("bad-version", f"mpi cell: {err}", baseline)
     problem = _not_runnable(run, kwargs)
     if problem is not None:
         return _skip("not-runnable", problem, baseline)
@@ -223,6 +229,12 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
         anchored=baseline is not None,
         assumption=assumption,
     )
+
+
+def row_mpi(run: Run) -> str:
+    """The row's ``mpi`` cell (the MPI implementation and release it ran), empty where the
+    file has no such column or the row leaves it empty; it wins over ``--mpi``."""
+    return str(getattr(run, "mpi", "") or "").strip()
 
 
 def cluster_kwargs(
