@@ -160,12 +160,14 @@ def too_big(
     fixed = state + need.buffers_bytes + need.reserve_bytes
     if fixed > need.capacity_bytes:
         stage = need.sharded_stage
+        whole = need.params_bytes + need.buffers_bytes + need.reserve_bytes  # never sharded
+        whole += need.grads_bytes if stage == 1 else 0
         hint = (
             "its weights, gradients, optimizer state and exchange buffers alone do not fit: "
             + (
                 f"ZeRO-{stage} keeps the half-precision parameters whole on every GPU "
                 "(--comm zero3 or fsdp shard them too)"
-                if stage in (1, 2)
+                if stage in (1, 2) and whole > need.capacity_bytes
                 else "shard them over more GPUs (a larger --gpus, or --gpus min)"
             )
             if stage is not None
