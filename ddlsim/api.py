@@ -218,6 +218,8 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
             **_user_calibration(setup),
         },
         "grad_bytes": workload.model.grad_bytes(strategy.grad_dtype),
+        "sharding": dataclasses.asdict(strategy.sharding) if strategy.sharding else None,
+        "state_shards": strategy.sharding.shards if strategy.sharding else 1,
         "rank_sigma": options.rank_sigma,
         "host_contention": options.host_contention,
         "interference": options.interference,

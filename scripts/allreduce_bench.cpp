@@ -5,6 +5,9 @@
 //    and without its AVX component).
 // 2. MPI_Allreduce(MPI_SUM, float) of a large buffer across the ranks: algorithm bandwidth
 //    (bytes of the buffer per second), with the transport the launcher selects.
+// 3. memcpy of the buffer on one core (copy_Bps: bytes of the buffer per second; STREAM's
+//    "Copy" counts read + written bytes, twice this): the core's streaming rate, to which the
+//    other two are compared.
 // Prints one JSON object (rank 0). Written for ddlsim; usage: allreduce_bench MIB REPS
 #include <mpi.h>
 
@@ -12,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 static double now_s() {
@@ -27,9 +31,15 @@ int main(int argc, char** argv) {
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
   const long n = mib * 1024 * 1024 / 4;
   std::vector<float> a(n, 1.0f), b(n, 2.0f);
-  // 1. local reduction, rank 0 alone (the others wait at the barrier)
-  double local_s = 1e30;
+  // 1. local reduction and 3. copy, rank 0 alone (the others wait at the barrier)
+  double local_s = 1e30, copy_s = 1e30;
   if (rank == 0) {
+    std::memcpy(b.data(), a.data(), n * sizeof(float));  // warm
+    for (int r = 0; r < reps; ++r) {
+      const double t = now_s();
+      std::memcpy(b.data(), a.data(), n * sizeof(float));
+      copy_s = std::min(copy_s, now_s() - t);
+    }
     MPI_Reduce_local(a.data(), b.data(), (int)n, MPI_FLOAT, MPI_SUM);  // warm
     for (int r = 0; r < reps; ++r) {
       const double t = now_s();
@@ -52,7 +62,8 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     const double bytes = (double)n * 4;
     std::printf("{\"ranks\": %d, \"mib\": %ld, \"reps\": %d, \"reduce_local_Bps\": %.4g, "
-                "\"allreduce_algbw_Bps\": %.4g}\n", size, mib, reps, bytes / local_s, bytes / all_s);
+                "\"allreduce_algbw_Bps\": %.4g, \"copy_Bps\": %.4g}\n", size, mib, reps, bytes / local_s,
+                bytes / all_s, bytes / copy_s);
   }
   MPI_Finalize();
   return 0;

@@ -32,12 +32,13 @@ import sys
 sys.path.insert(0, "scripts")
 from mpi_host import header, load_runs, medians, write
 work = sys.argv[1]
-out = header("Open MPI float MPI_SUM on one core (reduce_local_Bps: bytes of input per second) "
+out = header("Open MPI float MPI_SUM on one core (reduce_local_Bps: bytes of input per second), "
+             "memcpy on one core (copy_Bps: bytes of the buffer per second) "
              "and a 2-rank MPI_Allreduce of 256 MiB (allreduce_algbw_Bps: buffer bytes per "
              "second), 2 ranks on 2 cores; best of 5 repetitions per run, median of 5 runs",
              "bash scripts/measure_mpi_allreduce.sh")
 for key in ("vader_avx", "vader_base", "tcp_avx", "tcp_base"):
-    out[key] = medians(load_runs(work, key + ".jsonl"), ("reduce_local_Bps", "allreduce_algbw_Bps"))
+    out[key] = medians(load_runs(work, key + ".jsonl"), ("reduce_local_Bps", "allreduce_algbw_Bps", "copy_Bps"))
 write("traces/mpi/allreduce.json", out)
 for key in ("vader_avx", "vader_base", "tcp_avx", "tcp_base"):
     print(key, {k: f"{v / 1e9:.2f} GB/s" for k, v in out[key].items() if k != "runs"})

@@ -115,7 +115,7 @@ def test_forward_looking_gpus_get_their_own_fabrics() -> None:
     assert catalog.device("a100").host_link == "pcie4"
     assert catalog.device("h100").host_link == "pcie5"
     # 'none': a CPU worker's tensors are in host memory (tests/test_hvdlocal.py)
-    assert catalog.host_link_names() == ("pcie3", "pcie4", "pcie5", "none")
+    assert catalog.host_link_names() == ("pcie3", "pcie4", "pcie5", "none", "nvlink-c2c")
 
 
 # --------------------------------------------------------------------------- names and aliases
@@ -350,7 +350,7 @@ def test_nics_per_node() -> None:
         ({"n_gpus": "8"}, ConfigError, "'8'"),
         ({"n_gpus": 2_000_000}, ConfigError, "2000000"),
         ({"n_gpus": 8, "gpus_per_node": 0}, ConfigError, "gpus_per_node must be at least 1"),
-        ({"n_gpus": 8, "gpus_per_node": 65}, ConfigError, "gpus_per_node=65"),
+        ({"n_gpus": 8, "gpus_per_node": 73}, ConfigError, "gpus_per_node=73"),
         ({"n_gpus": 12, "gpus_per_node": 8}, ConfigError, "n_gpus=12 .* gpus_per_node=8"),
         ({"n_gpus": 16, "gpus_per_node": 8, "inter_node": "none"}, ConfigError, "2 nodes"),
         ({"gpus_per_node": 8, "intra_node": "none"}, ConfigError, "'none' connects at most 1"),

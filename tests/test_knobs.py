@@ -161,6 +161,7 @@ def _outside(knob):
         "activation_checkpointing": ({"resolved_model": "resnet50"}, True),
         "attention": ({"resolved_model": "resnet50"}, "flash"),
         "optimizer_kernels": ({"resolved_model": "resnet50"}, "fused"),
+        "flash_version": ({"resolved_model": "resnet50"}, "2"),
     }
     if knob.name in cases:
         return cases[knob.name]

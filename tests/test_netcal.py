@@ -297,7 +297,7 @@ def test_validate_applies_it_to_the_rows_on_its_network(edr_cal, cli, tmp_path):
         ("Tesla V100-SXM2-32GB", "", "v100-sxm2"),
         ("V100-16GB", "NVLink (2 links per pair)", "v100-sxm2"),
         ("Tesla V100-PCIE-32GB", "", "v100-pcie"),
-        ("Tesla T4", "", None),
+        ("Tesla T4", "", "t4"),
         ("A100", "NVLink NV12 (pairwise bridge)", None),
     ],
 )
@@ -313,7 +313,7 @@ def test_gpu_names(text, intra, gpu):
         ("efa (p4d, 4x100G)", "efa"),
         ("roce 100G x8", "100gbe"),
         ("ec2-ena 100G (p3dn.24xlarge)", "100gbe"),
-        ("gcp-a3mega", None),
+        ("gcp-a3mega", "gcp-tcpxo"),
         ("roce (OCI cluster network, RoCEv2)", None),
     ],
 )
@@ -324,7 +324,7 @@ def test_network_names(text, network):
 def test_transport_names():
     assert names.transport_name("tcp (NET/Socket)").name == "tcp"
     assert names.transport_name("EFA via aws-ofi-nccl").name == "rdma"
-    assert names.transport_name("gpudirect-tcpxo (inferred)").name is None
+    assert names.transport_name("gpudirect-tcpxo (inferred)").name == "tcp"
 
 
 def test_a_missing_network_flag_names_the_choices(tmp_path, cli):

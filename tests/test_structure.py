@@ -32,7 +32,7 @@ LAYERS = (
     ("ddlsim.system", "ddlsim.execution", "ddlsim.config.track_record"),
     ("ddlsim.workload", "ddlsim.compute", "ddlsim.comm", "ddlsim.execution.schedules"),
     ("ddlsim.calibration", "ddlsim.workload.workload"),
-    ("ddlsim.execution.strategy",),
+    ("ddlsim.execution.strategy", "ddlsim.execution.sharded"),
     ("ddlsim.execution.dag", "ddlsim.resilience"),
     ("ddlsim.engine",),
     # the job: its groups, its record, its resolution, and the package's face

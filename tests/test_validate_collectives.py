@@ -95,7 +95,7 @@ def test_the_cli_reports_setups_bands_and_skips(cli):
     assert code == 0 and err == ""
     assert "by size band" in out and "< 64 KiB" in out and "> 16 MiB" in out
     assert "S15_aws_p3dn_efa_2x8_awsdoc" in out and "[anomalous]" in out
-    assert "[unknown-gpu] GPU 'T4 (inferred)' is not in the catalog" in out
+    assert "[unknown-gpu] GPU 'B300' is not in the catalog" in out
     code, out, _ = cli("validate", str(CSV), "--json", "--source", "S15_aws_p3dn_efa_2x8_awsdoc")
     doc = json.loads(out)
     assert code == 0 and doc["summary"]["n_predicted"] == 28

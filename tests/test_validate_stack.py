@@ -97,5 +97,5 @@ def test_an_unstated_network_can_be_assumed_and_is_then_kept_apart(tmp_path, no_
     assert plan.kwargs["nics_per_node"] == 8 and "ib-hdr" in plan.assumption
     with pytest.raises(ConfigError, match="needs --assume-inter-node"):
         ValidateOptions(assume_nics_per_node=8)
-    with pytest.raises(UnknownNameError, match="ib-xdr"):
-        ValidateOptions(assume_inter_node="ib-xdr")
+    with pytest.raises(UnknownNameError, match="ib-zdr"):
+        ValidateOptions(assume_inter_node="ib-zdr")

@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from ddlsim.comm.mpi_library import MpiLibrary, parse_mpi
-from ddlsim.errors import ConfigError
 from ddlsim.tools.validate.baseline import BaselineIndex
 from ddlsim.tools.validate.core import PREDICTED, validate_runs
 from ddlsim.tools.validate.mapping import plan_row
@@ -71,7 +69,7 @@ def test_stated_releases_go_to_predict_and_unstated_ones_are_noted(runs):
     assert plans["S-0008"].stack == "no release modelled"  # a PS method: no NCCL, no Horovod
     mpi = plans["S-0006"]
     assert "nccl_version" not in mpi.kwargs and mpi.stack == "stated"
-    assert any("mpi openmpi-2.1.1 stated" in n for n in mpi.notes)
+    assert mpi.kwargs["mpi"] == "openmpi-2.1.1"
 
 
 def test_the_option_fills_only_the_rows_that_state_no_release(runs):
@@ -85,7 +83,7 @@ def test_the_option_fills_only_the_rows_that_state_no_release(runs):
     ("run_id", "column", "words"),
     [
         ("S-0005", "nccl_version", "NCCL version must look like 2.4"),
-        ("S-0007", "mpi", "not an implementation and release"),
+        ("S-0007", "mpi", "MPI must name an implementation and release"),
         ("S-0009", "horovod_version", "0.9 or later"),
         ("S-0010", "framework_version", "like 1.15.2"),
     ],
@@ -116,30 +114,6 @@ def test_files_without_the_columns_read_as_unstated() -> None:
     table = load_runs(ROOT / "traces" / "measured" / "runs_modern.csv")
     assert not table.defects
     assert all(r.nccl_version == r.mpi == r.instance == "" for r in table.runs)
-
-
-@pytest.mark.parametrize(
-    ("text", "name", "release"),
-    [
-        ("openmpi-3.1.4", "openmpi", (3, 1, 4)),
-        ("Open MPI 4.1", "openmpi", (4, 1)),
-        ("intel-mpi-2018", "intel-mpi", (2018,)),
-        ("MVAPICH2 2.3", "mvapich2", (2, 3)),
-        ("mpich", "mpich", ()),
-        ("cray-mpich-7.7.0", "cray-mpich", (7, 7, 0)),
-    ],
-)
-def test_parse_mpi_names_the_implementation_and_release(text, name, release) -> None:
-    assert parse_mpi(text) == MpiLibrary(name, release)
-
-
-def test_parse_mpi_refuses_what_it_cannot_read_and_compares_releases() -> None:
-    for text in ("", "lam", "openmpi-x", "openmpi-3..1"):
-        with pytest.raises(ConfigError, match="not an implementation and release"):
-            parse_mpi(text)
-    assert parse_mpi("openmpi-4.1.2").at_least(4, 1)
-    assert not parse_mpi("openmpi-3.1.4").at_least(4, 1)
-    assert not parse_mpi("openmpi").at_least(4, 1)  # no release stated: not assumed
 
 
 INSTANCE_ROWS = [

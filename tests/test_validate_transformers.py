@@ -115,7 +115,7 @@ def test_tokens_rows_are_scored_in_samples(small: Path) -> None:
 @pytest.mark.parametrize(
     ("run_id", "code"),
     [
-        ("F-8", "sharded"),
+        ("F-8", "no-baseline"),  # no 1-GPU run: --absolute predicts FSDP rows
         ("V-8", "not-runnable"),
         ("G-8", "gpu-ambiguous"),
         ("N-16", "network-unknown"),
@@ -179,13 +179,15 @@ def test_unmapped_tokens_are_listed() -> None:
 def test_cli_text_json_and_absolute(small: Path, capsys) -> None:
     assert main(["validate", str(small)]) == 0
     out = capsys.readouterr().out
-    assert "by comm method and node count" in out and "[sharded]" in out
+    assert "by comm method and node count" in out and "[no-baseline]" in out
     assert main(["validate", str(small), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["summary"]["skipped_by_code"]["sharded"] == 1
+    assert "sharded" not in doc["summary"]["skipped_by_code"]
     assert "ddp | 1 node" in doc["summary"]["by_method_nodes"]
     assert main(["validate", str(small), "--absolute", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
+    fsdp = next(r for r in doc["rows"] if r["run_id"] == "F-8")
+    assert fsdp["status"] == "predicted" and fsdp["comm"] == "fsdp"
     single = doc["summary"]["single_gpu_by_gpu_precision_framework"]
     assert "v100-sxm2 amp pytorch" in single and single["v100-sxm2 amp pytorch"]["n"] == 2
 

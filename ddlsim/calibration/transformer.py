@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ddlsim.calibration.profile import LayerTiming, ModelProfile
 from ddlsim.compute.gemm import default_gemm_model
+from ddlsim.compute.transformer_ops import flash_version
 from ddlsim.compute.transformer_step import BlockTime, Numerics, block_time
 from ddlsim.errors import ConfigError
 from ddlsim.system.specs import DeviceSpec
@@ -153,6 +154,7 @@ def transformer_profile(
             "gemm_precision": n.gemm_precision,
             "pass_precision": n.pass_precision,
             "flash_attention": n.flash,
+            "flash_version": flash_version(device, n.flash_version) if n.flash else None,
             "fused_softmax": n.fused_softmax,
             "activation_checkpointing": n.checkpointing,
         },

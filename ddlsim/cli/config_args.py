@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ddlsim.cli.args import integer, non_negative_number, number, number_or, positive_number
-from ddlsim.config.knob import BATCH_MAX, GROUP_NAMES, GROUP_TITLES
+from ddlsim.config.knob import BATCH_MAX, GPUS_MIN, GROUP_NAMES, GROUP_TITLES
 from ddlsim.config.knobs import BY_NAME, KNOBS, Knob, in_group
 from ddlsim.errors import ConfigError
 
@@ -71,6 +71,7 @@ PARSERS: dict[str, Callable[[str], Any]] = {
     "mtbf": mtbf_hours,
     "minutes-or-auto": minutes_or_auto,
     "int-or-max": number_or(BATCH_MAX, BATCH_MAX, "an integer", integer),
+    "int-or-min": number_or(GPUS_MIN, GPUS_MIN, "an integer", integer),
     "stragglers": _stragglers,
 }
 

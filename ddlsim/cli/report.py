@@ -96,6 +96,14 @@ def _nics(inputs: dict) -> str:
     return f"{n} NICs x " if n > 1 else ""
 
 
+def _datasheet_line(inputs: dict) -> list[str]:
+    """The catalog entries only a datasheet vouches for (none: no line)."""
+    names = inputs.get("datasheet_only")
+    if not names:
+        return []
+    return [f"    datasheet-only {', '.join(names)} (no measured run checks them yet)"]
+
+
 def _stack_line(inputs: dict) -> list[str]:
     """The software stack the compute is timed for (framework, layout, operator fusion)."""
     st = inputs.get("stack")
@@ -241,11 +249,12 @@ def _assumption_lines(p: Prediction) -> list[str]:
             f", {_nics(i)}{i['nic_bandwidth_Gbps']:.1f} Gb/s effective, {i['transport']}"
             if i.get("nic_bandwidth_Gbps")
             else ""
-        ),
+        )
+        + (f" (default: {i['network_default']})" if i.get("network_default") else ""),
+        *_datasheet_line(i),
         f"    method         {i['comm']} ({i['comm_model']}), {n_ops} op(s)/iteration, "
         f"{total_bytes / 1e6:.1f} MB/iteration",
-        f"    schedule       {_schedule(i)}",
-        *_horovod_line(i),
+        *_schedule_lines(i),
         f"    nccl           {i['nccl_version']}: algorithm {i['algorithm']}, protocol "
         f"{i['nccl_protocol']}{_nccl_choices(p.comm_ops)}",
         f"    sync           rank sigma {i['rank_sigma']:g}, host contention "
@@ -260,6 +269,31 @@ def _assumption_lines(p: Prediction) -> list[str]:
         *_network_calibration_lines(i.get("network_calibration")),
         *_user_lines(cal.get("user")),
         f"    engine         {i['engine']}",
+    ]
+
+
+def _schedule_lines(i: dict[str, Any]) -> list[str]:
+    """How the exchange is scheduled: a sharded method's units, prefetch and dtypes, or the
+    schedule and Horovod's knobs."""
+    sh = i.get("sharding")
+    if not sh:
+        return [f"    schedule       {_schedule(i)}", *_horovod_line(i)]
+    if sh["method"] == "fsdp":
+        how = (
+            f"{sh['sharding']}, {sh['unit_blocks']} block(s) per unit, backward prefetch "
+            f"{sh['backward_prefetch']}, forward prefetch "
+            f"{'on' if sh['forward_prefetch'] else 'off'}, limit_all_gathers "
+            f"{'on' if sh['limit_all_gathers'] else 'off'}"
+        )
+    else:
+        how = (
+            f"DeepSpeed ZeRO stage {sh['method'][-1]}, overlap_comm "
+            f"{'on' if sh['overlap_comm'] else 'off'}, buckets {sh['reduce_bucket_elements']:,} "
+            f"(reduce) / {sh['allgather_bucket_elements']:,} (all-gather) elements"
+        )
+    return [
+        f"    sharding       {how}; state over {sh['shards']} GPUs; parameters gathered in "
+        f"{8 * sh['param_bytes']}-bit, gradients reduced in {8 * sh['reduce_bytes']}-bit"
     ]
 
 

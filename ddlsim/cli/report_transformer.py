@@ -23,7 +23,10 @@ def transformer_lines(inputs: dict[str, Any]) -> list[str]:
     if not t:
         return []
     n = t["numerics"]
-    attention = "FlashAttention" if n.get("flash_attention") else "unfused attention"
+    attention = "unfused attention"
+    if n.get("flash_attention"):
+        version = n.get("flash_version")
+        attention = f"FlashAttention {version}" if version else "FlashAttention"
     mem = t["memory"]
     fitted = t.get("micro_batch_fitted")
     lines = [

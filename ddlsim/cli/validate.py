@@ -19,6 +19,7 @@ from ddlsim.cli.args import integer as _int
 from ddlsim.cli.args import output_file
 from ddlsim.cli.config_args import add_overrides
 from ddlsim.cli.progress import Bar
+from ddlsim.comm.mpi import DEFAULT_MPI
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION
 from ddlsim.execution.horovod import DEFAULT_HOROVOD_VERSION
@@ -135,6 +136,8 @@ def _add_override_args(p: argparse.ArgumentParser) -> None:
             f"(default: predict's, {DEFAULT_NCCL_VERSION})",
             "horovod_version": "Horovod release for every row whose horovod_version cell is "
             f"empty (default: predict's, {DEFAULT_HOROVOD_VERSION})",
+            "mpi": "MPI release for every horovod-mpi row whose mpi cell is empty (default: "
+            f"predict's, {DEFAULT_MPI})",
             "fusion_threshold_mb": "HOROVOD_FUSION_THRESHOLD for every Horovod row (default: the "
             "release's)",
             "cycle_time_ms": "HOROVOD_CYCLE_TIME for every Horovod row (default: the release's)",
@@ -215,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
         interference=not args.no_interference,
         nccl_version=args.nccl_version,
         horovod_version=args.horovod_version,
+        mpi=args.mpi,
         assume_baseline_batch=args.assume_baseline_batch,
         assume_batch=args.assume_batch,
         assume_precision=args.assume_precision,
@@ -298,6 +302,7 @@ _RUNS_ONLY = (
     ("plot", "--plot", None),
     ("nccl_version", "--nccl-version", None),
     ("horovod_version", "--horovod-version", None),
+    ("mpi", "--mpi", None),
     ("fusion_threshold_mb", "--fusion-threshold-mb", None),
     ("cycle_time_ms", "--cycle-time-ms", None),
     ("rank_sigma", "--rank-sigma", None),

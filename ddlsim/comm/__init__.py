@@ -15,13 +15,14 @@ from ddlsim.comm.byteps import BytePSModel
 from ddlsim.comm.distributed_replicated import DistributedReplicatedModel
 from ddlsim.comm.gloo import GlooModel
 from ddlsim.comm.hierarchical import HierarchicalModel
-from ddlsim.comm.mpi import MPIModel
+from ddlsim.comm.mpi import DEFAULT_MPI, MPIModel
 from ddlsim.comm.nccl import ALGORITHM_CHOICES as ALGORITHMS
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION
 from ddlsim.comm.nccl import PROTOCOL_CHOICES as NCCL_PROTOCOLS
 from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.comm.ps import PSModel, default_n_ps
 from ddlsim.comm.replicated import ReplicatedCpuModel, ReplicatedNcclModel
+from ddlsim.comm.sharded import ShardedModel
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.system.specs import Cluster
 
@@ -37,13 +38,20 @@ METHODS = (
     "byteps",
     "horovod-gloo",
     "ddp",
+    "fsdp",
+    "zero1",
+    "zero2",
+    "zero3",
 )
 #: methods run by Horovod's coordinator (cycle, negotiation, tensor fusion)
 HOROVOD_METHODS = ("horovod-nccl", "horovod-mpi", "horovod-gloo")
 #: methods that push gradients to and pull parameters from servers
 PS_METHODS = ("ps", "distributed-replicated", "byteps")
 #: methods whose collectives are NCCL's (GPU workers only)
-NCCL_METHODS = ("horovod-nccl", "replicated-nccl", "ddp")
+#: sharded data parallelism: PyTorch FSDP and DeepSpeed ZeRO stages 1-3 (parameters, gradients
+#: and optimizer state split over the GPUs; all-gathers and reduce-scatters)
+SHARDED_METHODS = ("fsdp", "zero1", "zero2", "zero3")
+NCCL_METHODS = ("horovod-nccl", "replicated-nccl", "ddp", *SHARDED_METHODS)
 
 __all__ = [
     "ALGORITHMS",
@@ -51,6 +59,7 @@ __all__ = [
     "METHODS",
     "NCCL_PROTOCOLS",
     "PS_METHODS",
+    "SHARDED_METHODS",
     "CommModel",
     "default_n_ps",
     "make_comm_model",
@@ -65,6 +74,7 @@ def make_comm_model(
     algorithm: str = "auto",
     nccl_version: str = DEFAULT_NCCL_VERSION,
     nccl_protocol: str = "auto",
+    mpi: str = DEFAULT_MPI,
     n_ps: int | None = None,
     ps_colocated: bool = True,
     ps_placement: str = "cpu",
@@ -77,7 +87,10 @@ def make_comm_model(
     ``auto``, ``LL``, ``LL128`` or ``Simple`` (``NCCL_PROTO``); ``hierarchical=True`` is
     Horovod's hierarchical allreduce (NCCL calls per level), which takes precedence;
     ``horovod-gloo`` is Gloo's ring over TCP (loopback inside a node), summed on the CPU;
-    ``ddp`` (PyTorch DistributedDataParallel) runs NCCL's allreduce as ``horovod-nccl`` does.
+    ``ddp`` (PyTorch DistributedDataParallel) runs NCCL's allreduce as ``horovod-nccl`` does;
+    the sharded methods (``fsdp``, ``zero1``-``zero3``) NCCL's all-gather, reduce-scatter and
+    all-reduce (:class:`~ddlsim.comm.sharded.ShardedModel`).
+    ``horovod-mpi`` sums on the host with ``mpi``'s loops (``openmpi-4.1``: vectorised).
     ``n_ps`` (``ps``, ``distributed-replicated``, ``byteps``) defaults to one per worker node
     (1 on a single node), the tf_cnn_benchmarks convention; ``ps_colocated`` puts PS shards /
     BytePS servers on the worker nodes (``distributed-replicated`` always co-locates them);
@@ -98,6 +111,12 @@ def make_comm_model(
         )
     if method == "horovod-nccl" and hierarchical:
         return HierarchicalModel(cluster, version=nccl_version)
+    if method in SHARDED_METHODS:
+        sharded = ShardedModel(
+            cluster, version=nccl_version, algorithm=algorithm, protocol=nccl_protocol
+        )
+        sharded.name = method
+        return sharded
     if method in ("horovod-nccl", "ddp"):
         model = NcclAllreduceModel(
             cluster, version=nccl_version, algorithm=algorithm, protocol=nccl_protocol
@@ -105,7 +124,7 @@ def make_comm_model(
         model.name = method
         return model
     if method == "horovod-mpi":
-        return MPIModel(cluster)
+        return MPIModel(cluster, mpi)
     if method == "horovod-gloo":
         return GlooModel(cluster)
     if method == "ps":

@@ -17,7 +17,10 @@ for :mod:`ddlsim.comm.executor`. Endpoints: GPU ranks ``0..N-1``, node hosts ``N
 - ``srv_nic_out`` / ``srv_nic_in`` per dedicated server: a NIC like the workers';
 - ``srv_rpc_in`` / ``srv_rpc_out`` per server: the task's RPC runtime (TensorFlow's gRPC:
   serialisation, copies, HTTP/2 framing on the host CPU), ``server_rpc_Bps`` per direction
-  (unbounded unless a method sets it).
+  (unbounded unless a method sets it);
+- ``rank_xfer`` / ``rank_sum`` per rank: the one progress thread of a rank's MPI process,
+  moving and summing host buffers (``thread_Bps``; unbounded unless a method sets it);
+  ``rank_flow`` per rank: one TCP flow of the rank, the network's per-flow cap.
 
 A GPU-to-GPU flow between nodes (NCCL over GPUDirect RDMA) crosses only the two NICs; staged
 paths (MPI, parameter servers, BytePS) list their PCIe hops explicitly.
@@ -56,7 +59,11 @@ class Fabric:
     """Endpoint and resource numbering of one cluster (see module docstring)."""
 
     def __init__(
-        self, cluster: Cluster, n_servers: int = 0, server_rpc_Bps: float = math.inf
+        self,
+        cluster: Cluster,
+        n_servers: int = 0,
+        server_rpc_Bps: float = math.inf,
+        thread_Bps: tuple[float, float] = (math.inf, math.inf),
     ) -> None:
         c = cluster
         self.cluster = c
@@ -89,6 +96,9 @@ class Fabric:
             "srv_rpc_in": (n_servers, server_rpc_Bps),
             "srv_rpc_out": (n_servers, server_rpc_Bps),
             "rank_cpu": (self.n_ranks, c.device.mem_bandwidth_Bps / SUM_STREAMS),
+            "rank_xfer": (self.n_ranks, thread_Bps[0]),
+            "rank_sum": (self.n_ranks, thread_Bps[1]),
+            "rank_flow": (self.n_ranks, c.socket_flow_cap_Bps),
         }
         self._offset: dict[str, int] = {}
         caps: list[np.ndarray] = []
@@ -180,6 +190,9 @@ class ScheduledModel(CommModel):
     n_servers: int = 0
     #: what one server task's RPC runtime moves per direction (bytes/s); inf: not modelled
     server_rpc_Bps: float = math.inf
+    #: what one rank's host thread moves and sums (bytes/s); inf: not modelled
+    thread_xfer_Bps: float = math.inf
+    thread_sum_Bps: float = math.inf
 
     def __init__(self, cluster: Cluster) -> None:
         super().__init__(cluster)
@@ -197,7 +210,8 @@ class ScheduledModel(CommModel):
     def fabric(self) -> Fabric:
         """Endpoints and resources of the cluster (built on first use)."""
         if self._fabric is None:
-            self._fabric = Fabric(self.cluster, self.n_servers, self.server_rpc_Bps)
+            threads = (self.thread_xfer_Bps, self.thread_sum_Bps)
+            self._fabric = Fabric(self.cluster, self.n_servers, self.server_rpc_Bps, threads)
         return self._fabric
 
     def _check(self, op: str, channel: int) -> None:

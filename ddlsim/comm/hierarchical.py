@@ -50,9 +50,9 @@ class HierarchicalModel(ScheduledModel):
         self.version = NcclVersion.parse(version)
         c = cluster
         g, n = c.local_gpus, c.n_nodes
-        topo = Topology.of(c)
+        topo = Topology.of(c, self.version)
         intra_Bps = c.intra.bandwidth_Bps if c.intra is not None else topo.bus_Bps
-        nic_Bps = c.nics_per_node * c.nic.bandwidth_Bps / g if c.nic is not None else topo.bus_Bps
+        nic_Bps = topo.net_Bps / g if c.nic is not None else topo.bus_Bps
         #: the intra-node calls: one node of g ranks; the cross-node call: n ranks, one per
         #: node, whose g communicators share each node's NICs
         self.local = replace(

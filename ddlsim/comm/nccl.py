@@ -92,6 +92,15 @@ RING_PLATEAU = {"pre_ampere": 1.9, "ampere": 1.4}
 #: NCCL 2.0-2.4: LL for calls of at most this many bytes per thread (pre-Volta / Volta+)
 LL_BYTES_PER_THREAD = {"pre_volta": 32, "volta": 64}
 THREADS_PER_CHANNEL = 256
+#: NCCL's socket transport per connection (``src/transport/net_socket.cc``): before 2.5 one
+#: socket, progressed by the rank's one proxy thread; from 2.5 ``NCCL_SOCKET_NTHREADS`` helper
+#: threads x ``NCCL_NSOCKS_PERTHREAD`` sockets, auto-detected from the NIC's PCI vendor
+#: (``ncclSocketGetNsockNthread``): AWS ENA 2 x 8, Google gVNIC 4 x 1, any other NIC 0 helper
+#: threads (the proxy thread and one socket)
+SOCKET_THREADS_SOCKS = {"aws": (2, 8), "gcp": (4, 1), "": (0, 1)}
+#: TCP payload per byte on an Ethernet wire at a 1,500-byte MTU: 1,448 bytes of a 1,538-byte
+#: frame (IPv4, TCP with timestamps, Ethernet header, FCS, preamble, inter-frame gap)
+TCP_WIRE_EFFICIENCY = 1448 / 1538
 
 
 @dataclass(frozen=True, order=True)
@@ -149,15 +158,19 @@ class Topology:
     intra_Bps: float = math.inf  # the intra-node fabric per GPU (inf: one GPU per node)
 
     @classmethod
-    def of(cls, cluster: Cluster) -> Topology:
-        """The topology of ``cluster``."""
+    def of(cls, cluster: Cluster, version: NcclVersion | None = None) -> Topology:
+        """The topology of ``cluster``; over sockets the network is what ``version``'s
+        socket transport moves (:func:`socket_net_Bps`; None: the newest release's)."""
         c = cluster
-        links = []
+        multi = c.n_nodes > 1 and c.nic is not None
+        net_Bps = math.inf
+        if multi:
+            net_Bps = c.nics_per_node * c.nic.bandwidth_Bps
+            if c.transport == "tcp":
+                net_Bps = socket_net_Bps(c, version or NcclVersion.parse(DEFAULT_NCCL_VERSION))
+        links = [net_Bps]
         if c.local_gpus > 1 and c.intra is not None:
             links.append(c.intra.bandwidth_Bps)
-        if c.n_nodes > 1 and c.nic is not None:
-            links.append(c.nics_per_node * c.nic.bandwidth_Bps)
-        multi = c.n_nodes > 1 and c.nic is not None
         return cls(
             n_ranks=c.n_gpus,
             n_nodes=c.n_nodes,
@@ -167,14 +180,39 @@ class Topology:
             bus_Bps=min(links, default=math.inf),
             transport_latency_s=c.nic.latency_s if multi else 0.0,
             arch=c.device.arch,
-            net_Bps=c.nics_per_node * c.nic.bandwidth_Bps if multi else math.inf,
+            net_Bps=net_Bps,
             intra_Bps=c.intra.bandwidth_Bps if c.local_gpus > 1 and c.intra else math.inf,
         )
 
     @property
     def volta_or_later(self) -> bool:
         """Volta or newer (LL128, the larger LL threshold)."""
-        return self.arch in ("volta", "turing", "ampere", "hopper")
+        return self.arch in ("volta", "turing", "ampere", "hopper", "blackwell")
+
+
+def socket_net_Bps(cluster: Cluster, version: NcclVersion) -> float:
+    """What NCCL's socket transport moves out of a node (bytes/s): flows x the provider's
+    per-flow cap and threads x one thread's stream, bounded by the NICs' line.
+
+    Every channel is one connection across the node boundary. Without helper threads (before
+    2.5, or a NIC of no listed vendor) its one socket is progressed by the rank's proxy
+    thread: one stream per NIC (the catalog's TCP figure, ``cluster.nic``), at most channels x
+    the cap. With T helper threads of S sockets each: channels x T x S flows and channels x T
+    threads, up to the NICs' line rate at TCP's wire efficiency.
+    """
+    c = cluster
+    assert c.nic is not None
+    channels = max(1, c.nccl_channels)
+    stream = c.nics_per_node * c.nic.bandwidth_Bps
+    threads, socks = SOCKET_THREADS_SOCKS.get(c.socket_vendor, (0, 1))
+    if not version.tuned or threads == 0:
+        return min(stream, channels * c.socket_flow_cap_Bps)
+    from ddlsim.system import catalog
+
+    nominal = catalog.network(c.inter_link, c.device.id).nominal_bandwidth_Bps
+    line = c.nics_per_node * nominal * TCP_WIRE_EFFICIENCY
+    flows = channels * threads * socks
+    return min(line, flows * c.socket_flow_cap_Bps, channels * threads * stream)
 
 
 @dataclass(frozen=True)
@@ -220,7 +258,7 @@ def ring_latency_s(topo: Topology, protocol: str, nbytes: float, *, plateau: boo
     lat += net_steps * _net_hop_s(topo, "ring", protocol)
     slice_bytes = nbytes / (topo.channels * n)
     if plateau and nodes > 1 and protocol == "Simple" and slice_bytes >= 64:
-        ampere = topo.arch in ("ampere", "hopper")
+        ampere = topo.arch in ("ampere", "hopper", "blackwell")
         lat *= RING_PLATEAU["ampere" if ampere else "pre_ampere"]
     return lat
 

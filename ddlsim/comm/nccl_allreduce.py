@@ -53,7 +53,7 @@ class NcclAllreduceModel(ScheduledModel):
         super().__init__(cluster)
         self.version = NcclVersion.parse(version)
         self.algorithm, self.protocol = algorithm, protocol
-        self.topology = Topology.of(cluster)
+        self.topology = Topology.of(cluster, self.version)
         candidates(self.version, self.topology, algorithm, protocol)  # refuse early
 
     def choice(self, nbytes: float) -> Choice:

@@ -46,13 +46,14 @@ MODEL_FILE = "gemm_model.json"
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 ELEM_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 #: architectures whose tensor cores take each reduced precision (NVIDIA's architecture
-#: whitepapers: Volta and Turing fp16; Ampere adds TF32 and bf16; Hopper adds fp8). Ada (sm_89)
-#: has them too, but is not an architecture of the catalog.
+#: whitepapers: Volta and Turing fp16; Ampere adds TF32 and bf16; Hopper adds fp8; Blackwell
+#: keeps them all and adds fp6 / fp4). Ada (sm_89) has them too, but is not an architecture of
+#: the catalog.
 TENSOR_PRECISION_ARCHS = {
-    "fp16": ("volta", "turing", "ampere", "hopper"),
-    "tf32": ("ampere", "hopper"),
-    "bf16": ("ampere", "hopper"),
-    "fp8": ("hopper",),
+    "fp16": ("volta", "turing", "ampere", "hopper", "blackwell"),
+    "tf32": ("ampere", "hopper", "blackwell"),
+    "bf16": ("ampere", "hopper", "blackwell"),
+    "fp8": ("hopper", "blackwell"),
 }
 #: Hopper's dense fp8 tensor-core rate over its fp16 rate (H100 datasheet: 1,979 vs 989 TFLOPS)
 FP8_OVER_FP16 = 2.0

@@ -52,7 +52,7 @@ LAYOUTS = ("nchw", "nhwc")
 DEFAULT_LAYOUT = "nchw"
 PRECISIONS = ("fp32", "amp")
 #: architectures with tensor cores (their peak_fp16 is a tensor-core peak)
-TENSOR_CORE_ARCHS = ("volta", "turing", "ampere", "hopper")
+TENSOR_CORE_ARCHS = ("volta", "turing", "ampere", "hopper", "blackwell")
 #: how fp32 convolutions and matrix products are timed (recorded in every calibration)
 FP32_MATH = (
     "TF32 tensor cores where the GPU has them (peak_tf32_TFLOPS: Ampere and later; TensorFlow "

@@ -70,9 +70,31 @@ DIRECTIONS = ("fwd", "bwd")
 #: (Shah et al. 2024: 740 of 989 TFLOP/s), its backward taken as FA2's ratio of backward to
 #: forward (0.50 / 0.615).
 FLASH_EFFICIENCY = {1: (0.325, 0.265), 2: (0.615, 0.50), 3: (0.75, 0.61)}
-#: the oldest architecture each FlashAttention version runs on (FA1: sm_75 Turing and sm_80;
-#: FA2: sm_80+; FA3: sm_90 Hopper only)
-FLASH_ARCHS = {1: ("turing", "ampere"), 2: ("ampere", "hopper"), 3: ("hopper",)}
+#: the same on Hopper for the versions written with Ampere's warp-level ``mma.sync`` (FA1, FA2:
+#: no ``wgmma``, no TMA), which reach a smaller share of Hopper's peak: FA2 on H100 at head
+#: dim 128, 16k tokens, 338 TFLOP/s forward and about 300 backward of 989 (Shah et al. 2024,
+#: FlashAttention-3, Figs. 5-6, the FlashAttention-2 baselines); FA1 at FA2's Hopper share
+#: times FA1's Ampere ratio to FA2 (the same instructions); FA3 is Hopper's own kernel
+FLASH_EFFICIENCY_HOPPER = {
+    1: (0.342 * 0.325 / 0.615, 0.30 * 0.265 / 0.50),
+    2: (0.342, 0.30),
+    3: FLASH_EFFICIENCY[3],
+}
+#: the version a framework runs unless told otherwise: FlashAttention 2, the flash backend of
+#: PyTorch's scaled_dot_product_attention (2.2+); FA3 is a separate, Hopper-only install
+DEFAULT_FLASH_VERSION = 2
+#: the architectures each FlashAttention version runs on (FA1: Turing, Ampere, Ada, Hopper, as
+#: flash-attn 1.0's README lists; FA2: sm_80+, Blackwell through PyTorch 2.7's
+#: scaled_dot_product_attention; FA3: sm_90 Hopper only)
+FLASH_ARCHS = {
+    1: ("turing", "ampere", "hopper"),
+    2: ("ampere", "hopper", "blackwell"),
+    3: ("hopper",),
+}
+#: architectures whose tensor-core peak needs instructions newer than Ampere's ``mma.sync``
+#: (Hopper's ``wgmma``, Blackwell's ``tcgen05``): FLASH_EFFICIENCY_HOPPER; on Blackwell an
+#: assumption (no FA2 measurement there: datasheet-only)
+HOPPER_ARCHS = ("hopper", "blackwell")
 #: FlashAttention's backward recomputes the scores: 2.5x the forward FLOPs (transformer facts 4.1)
 FLASH_BACKWARD_FLOPS = 2.5
 
@@ -126,10 +148,11 @@ def memory_op_s(
 
 
 def flash_version(device: DeviceSpec, version: int | None = None) -> int:
-    """The FlashAttention version that runs on ``device`` (default: the newest it supports);
+    """The FlashAttention version that runs on ``device`` (default: FlashAttention 2, PyTorch's,
+    where the GPU runs it; FA1 on Turing);
     :class:`ConfigError` naming the combination where it does not run."""
-    if version is None:
-        for v in (3, 2, 1):
+    if version is None:  # PyTorch's default where the GPU runs it, else the newest it runs
+        for v in (DEFAULT_FLASH_VERSION, 3, 2, 1):
             if device.arch in FLASH_ARCHS[v]:
                 return v
         raise ConfigError(f"FlashAttention on {device.id} ({device.arch}): needs Turing or later")
@@ -173,7 +196,8 @@ def flash_attention_s(
     bwd = direction == "bwd"
     if bwd:
         flops *= FLASH_BACKWARD_FLOPS
-    efficiency = FLASH_EFFICIENCY[v][1 if bwd else 0]
+    table = FLASH_EFFICIENCY_HOPPER if device.arch in HOPPER_ARCHS else FLASH_EFFICIENCY
+    efficiency = table[v][1 if bwd else 0]
     m = model or default_gemm_model()
     tensors = (8 if bwd else 4) * batch * heads * seq * head_dim * ELEM_BYTES[precision]
     memory = tensors / (device.mem_bandwidth_Bps * m.stream_efficiency)

@@ -45,10 +45,14 @@ MAX_SLOWDOWN = 100.0
 MAX_BATCH = 65536
 #: the batch knob's word for the largest micro-batch that fits (``--batch max``)
 BATCH_MAX = "max"
+#: the gpus knob's word for the fewest GPUs on which the job's step fits (``--gpus min``)
+GPUS_MIN = "min"
 #: longest sequence accepted: a million tokens, beyond any published training context
 MAX_SEQ_LEN = 1 << 20
 #: a transformer's attention kernels (the ``attention`` knob)
 ATTENTIONS = ("auto", "flash", "unfused")
+#: FlashAttention releases (the ``flash_version`` knob)
+FLASH_VERSIONS = ("auto", "1", "2", "3")
 #: most micro-steps per optimizer step (gradient accumulation)
 MAX_GRAD_ACCUM = 65536
 #: largest number of parameter-server tasks

@@ -153,7 +153,10 @@ class Program:
 
 def program(plan: Plan) -> Program:
     """The :class:`Program` of ``plan``: forward segments split where a pull or a gate waits,
-    backward segments where ops become ready."""
+    backward segments where ops become ready (a sharded method's step:
+    :func:`sequenced_program`)."""
+    if plan.micro_steps > 1 or any(op.issue_pos >= 0 for op in plan.ops):
+        return sequenced_program(plan)
     after_ops = plan.pushes_and_allreduces
     pull_ops = plan.pulls
     by_trigger: dict[int, list[int]] = {}
@@ -190,6 +193,40 @@ def program(plan: Plan) -> Program:
     update = Segment(["update"], [plan.update_s], sum([plan.update_s]), "update")
     pull_order = [i for lst in pulls_at.values() for i in lst]
     return Program(after_ops + pull_ops, pull_order, programs[0], programs[1], update)
+
+
+def sequenced_program(plan: Plan) -> Program:
+    """The program of a sharded method's step: its micro-steps' forward and backward layers
+    in sequence, split where a call is issued (registered) or awaited (a wait for this
+    iteration's call, as a pull is awaited)."""
+    nf, nb = len(plan.fwd_s) // plan.micro_steps, len(plan.bwd_s) // plan.micro_steps
+    per = nf + nb
+    total = per * plan.micro_steps
+    issued: dict[int, list[int]] = {}
+    awaited: dict[int, list[int]] = {}
+    for i, op in enumerate(plan.ops):
+        issued.setdefault(op.issue_pos, []).append(i)
+        if op.wait_pos >= 0:
+            awaited.setdefault(op.wait_pos, []).append(i)
+    phases = {m * per + k for m in range(plan.micro_steps) for k in (0, nf)}
+    steps: list[Step] = []
+    start = 0
+    for stop in sorted({*issued, *awaited, *phases, total}):
+        if stop > start:
+            m, k = divmod(start, per)
+            if k < nf:  # a forward run
+                lo, hi = m * nf + k, m * nf + k + (stop - start)
+                names, secs, kind = plan.fwd_names[lo:hi], plan.fwd_s[lo:hi], "forward"
+            else:
+                lo = m * nb + k - nf
+                hi = lo + (stop - start)
+                names, secs, kind = plan.bwd_names[lo:hi], plan.bwd_s[lo:hi], "backward"
+            steps.append(Segment(names, secs, sum(secs), kind))
+        steps.extend(("register", i) for i in issued.get(stop, []))
+        steps.extend(("pull", i) for i in awaited.get(stop, []))
+        start = stop
+    update = Segment(["update"], [plan.update_s], sum([plan.update_s]), "update")
+    return Program(list(plan.ops), [], steps, steps, update)
 
 
 class _Run:

@@ -28,6 +28,11 @@ class CommOp:
     priority: int | None = None  # order on its channel (lower first); None: when ready
     next_fwd_index: int = -1  # forward layer of the NEXT iteration that waits for it (>= 0:
     # the update of this iteration does not)
+    # a sharded method's call (``issue_pos`` >= 0): registered before the compute position
+    # ``issue_pos`` of the step's sequence (micro-step m's forward layers, then its backward
+    # layers, m = 0..K-1) and awaited before position ``wait_pos`` (-1: by the update)
+    issue_pos: int = -1
+    wait_pos: int = -1
 
     @property
     def deferred(self) -> bool:
@@ -46,6 +51,8 @@ class Plan:
     update_s: float
     input_s: float | None
     ops: list[CommOp] = field(default_factory=list)
+    #: micro-steps the forward / backward lists hold, one after the other (sharded methods)
+    micro_steps: int = 1
 
     @property
     def pushes_and_allreduces(self) -> list[CommOp]:
@@ -72,9 +79,12 @@ def plan_from_dag(g: DiGraph, with_comm: bool = True) -> Plan:
         bwd_s=[g.nodes[n]["duration_s"] for n in bwd],
         update_s=g.nodes[update]["duration_s"],
         input_s=g.nodes[inputs[0]]["duration_s"] if inputs else None,
+        micro_steps=g.graph.get("micro_steps", 1),
     )
     if not with_comm:
         return plan
+    if plan.micro_steps > 1 or any(True for _ in nodes_in_order(g, NodeKind.COLLECTIVE)):
+        plan.ops = _sequenced_ops(g, fwd, bwd, plan.micro_steps)
     bwd_pos = {n: i for i, n in enumerate(bwd)}
     fwd_pos = {n: i for i, n in enumerate(fwd)}
     for node in nodes_in_order(g, NodeKind.ALLREDUCE, NodeKind.PUSH, NodeKind.PULL):
@@ -96,6 +106,26 @@ def plan_from_dag(g: DiGraph, with_comm: bool = True) -> Plan:
             op.next_fwd_index = min(gated, default=-1)
         plan.ops.append(op)
     return plan
+
+
+def _sequenced_ops(g: DiGraph, fwd: list[str], bwd: list[str], micro_steps: int) -> list[CommOp]:
+    """A sharded method's calls with their issue and wait positions in the step's sequence."""
+    nf, nb = len(fwd) // micro_steps, len(bwd) // micro_steps
+    pos: dict[str, int] = {}
+    for m in range(micro_steps):
+        base = m * (nf + nb)
+        pos.update((n, base + i) for i, n in enumerate(fwd[m * nf : (m + 1) * nf]))
+        pos.update((n, base + nf + j) for j, n in enumerate(bwd[m * nb : (m + 1) * nb]))
+    ops = []
+    for node in nodes_in_order(g, NodeKind.COLLECTIVE):
+        d = g.nodes[node]
+        if d["nbytes"] <= 0:
+            continue
+        op = CommOp(node, d["op"], d["channel"], d["nbytes"], list(d["layers"]))
+        op.issue_pos = pos[d["issue_after"]] + 1 if d["issue_after"] is not None else 0
+        op.wait_pos = pos[d["wait_before"]] if d["wait_before"] is not None else -1
+        ops.append(op)
+    return ops
 
 
 def merged(ops: list[CommOp]) -> CommOp:

@@ -28,6 +28,7 @@ from typing import Any
 
 from ddlsim.comm.placement import place, rule_for
 from ddlsim.execution.schedules import Item, partitions, plan_buckets
+from ddlsim.execution.sharded import sharded_calls
 from ddlsim.execution.strategy import Strategy
 from ddlsim.workload.workload import Workload
 
@@ -39,6 +40,7 @@ class NodeKind(enum.Enum):
     FORWARD = "forward"
     BACKWARD = "backward"
     ALLREDUCE = "allreduce"  # one (fused) collective
+    COLLECTIVE = "collective"  # a sharded method's gather / scatter, issued and awaited
     PUSH = "push"  # gradients to a parameter-server shard
     PULL = "pull"  # parameters from a parameter-server shard
     UPDATE = "update"  # optimizer, loss and other time no layer owns
@@ -55,7 +57,7 @@ class EdgeKind(enum.Enum):
 
 
 COMPUTE_KINDS = (NodeKind.FORWARD, NodeKind.BACKWARD, NodeKind.UPDATE)
-COMM_KINDS = (NodeKind.ALLREDUCE, NodeKind.PUSH, NodeKind.PULL)
+COMM_KINDS = (NodeKind.ALLREDUCE, NodeKind.PUSH, NodeKind.PULL, NodeKind.COLLECTIVE)
 
 
 class _NodeView:
@@ -200,6 +202,7 @@ def build_dag(
         batch_per_gpu=workload.batch_per_gpu,
         comm=strategy.comm,
         schedule=strategy.effective_schedule,
+        micro_steps=strategy.micro_steps,
     )
     order = itertools.count()
 
@@ -207,10 +210,12 @@ def build_dag(
         g.add_node(node, kind=kind, order=next(order), **attrs)
         return node
 
-    fwd, bwd, update = _add_compute_nodes(g, add, workload, strategy, input_time_s)
+    fwd, bwd, update = _add_compute_nodes(g, add, workload, strategy, input_time_s, with_comm)
     if not with_comm:
         return g
-    if strategy.is_parameter_server:
+    if strategy.sharding is not None:
+        _add_sharded_nodes(g, add, workload, strategy, update)
+    elif strategy.is_parameter_server:
         _add_ps_nodes(g, add, workload, strategy, n_ps, fwd, bwd, update)
     else:
         _add_allreduce_nodes(g, add, workload, strategy, op_time_s, fwd, bwd, update)
@@ -219,43 +224,52 @@ def build_dag(
 
 
 def _add_compute_nodes(
-    g: DiGraph, add: _AddNode, workload: Workload, strategy: Strategy, input_time_s: float
+    g: DiGraph,
+    add: _AddNode,
+    workload: Workload,
+    strategy: Strategy,
+    input_time_s: float,
+    with_comm: bool = True,
 ) -> tuple[list[str], dict[int, str], str]:
-    """The input (host decode), forward, backward and update nodes, chained in that order."""
+    """The input (host decode), forward, backward and update nodes, chained in that order
+    (the update a sharded method's, on one GPU's shard, where it communicates)."""
     layers = workload.layers
     timings = workload.profile.layers
     prev: str | None = None
     if strategy.host_decodes_input:
         prev = add("input", NodeKind.INPUT, stream="input", duration_s=input_time_s)
-    fwd = []
-    for layer, timing in zip(layers, timings, strict=True):
-        node = add(
-            f"fwd:{layer.name}",
-            NodeKind.FORWARD,
-            stream="compute",
-            duration_s=timing.fwd_time_s,
-            layer=layer.name,
-        )
-        if prev is not None:
+    for m in range(strategy.micro_steps):  # gradient accumulation unrolled (sharded methods)
+        tag = f"m{m}:" if m else ""
+        fwd = []
+        for layer, timing in zip(layers, timings, strict=True):
+            node = add(
+                f"fwd:{tag}{layer.name}",
+                NodeKind.FORWARD,
+                stream="compute",
+                duration_s=timing.fwd_time_s,
+                layer=layer.name,
+            )
+            if prev is not None:
+                g.add_edge(prev, node, kind=EdgeKind.DATA)
+            fwd.append(node)
+            prev = node
+        bwd: dict[int, str] = {}
+        for idx in reversed(range(len(layers))):
+            layer, timing = layers[idx], timings[idx]
+            node = add(
+                f"bwd:{tag}{layer.name}",
+                NodeKind.BACKWARD,
+                stream="compute",
+                duration_s=timing.bwd_time_s,
+                layer=layer.name,
+            )
             g.add_edge(prev, node, kind=EdgeKind.DATA)
-        fwd.append(node)
-        prev = node
-    bwd: dict[int, str] = {}
-    for idx in reversed(range(len(layers))):
-        layer, timing = layers[idx], timings[idx]
-        node = add(
-            f"bwd:{layer.name}",
-            NodeKind.BACKWARD,
-            stream="compute",
-            duration_s=timing.bwd_time_s,
-            layer=layer.name,
-        )
-        g.add_edge(prev, node, kind=EdgeKind.DATA)
-        bwd[idx] = node
-        prev = node
-    update = add(
-        "update", NodeKind.UPDATE, stream="compute", duration_s=workload.profile.unattributed_time_s
-    )
+            bwd[idx] = node
+            prev = node
+    update_s = workload.profile.unattributed_time_s
+    if strategy.sharding is not None and with_comm:  # the optimizer on this GPU's shard
+        update_s *= strategy.sharding.optimizer_fraction
+    update = add("update", NodeKind.UPDATE, stream="compute", duration_s=update_s)
     g.add_edge(prev, update, kind=EdgeKind.CONTROL)
     return fwd, bwd, update
 
@@ -303,6 +317,38 @@ def _add_allreduce_nodes(
             g.add_edge(node, update, kind=EdgeKind.DATA)
         else:
             g.add_edge(node, fwd[bucket.gates_next], kind=EdgeKind.NEXT_ITERATION)
+
+
+def _add_sharded_nodes(
+    g: DiGraph, add: _AddNode, workload: Workload, strategy: Strategy, update: str
+) -> None:
+    """A sharded method's collectives (:mod:`ddlsim.execution.sharded`): each node issued
+    after the compute node ``issue_after`` (a control edge; none: at the step's start) and
+    awaited by ``wait_before`` (a data edge; none: the optimizer step)."""
+    sh = strategy.sharding
+    assert sh is not None
+
+    def fwd(m: int, i: int) -> str:
+        return f"fwd:{f'm{m}:' if m else ''}{workload.layers[i].name}"
+
+    def bwd(m: int, i: int) -> str:
+        return f"bwd:{f'm{m}:' if m else ''}{workload.layers[i].name}"
+
+    for k, call in enumerate(sharded_calls(workload, sh, fwd, bwd, strategy.micro_steps)):
+        node = add(
+            f"{call.op}:{k}",
+            NodeKind.COLLECTIVE,
+            stream="comm",
+            channel=0,
+            op=call.op,
+            nbytes=call.nbytes,
+            layers=call.layers,
+            issue_after=call.issue_after,
+            wait_before=call.wait_before,
+        )
+        if call.issue_after is not None:
+            g.add_edge(call.issue_after, node, kind=EdgeKind.CONTROL)
+        g.add_edge(node, call.wait_before or update, kind=EdgeKind.DATA)
 
 
 def _wait_for_backprop(g: DiGraph, strategy: Strategy, bwd: dict[int, str]) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from ddlsim.calibration.use import DEFAULT_BATCH_PER_GPU
 from ddlsim.comm import HOROVOD_METHODS, PS_METHODS
 from ddlsim.comm import METHODS as COMM_METHODS
+from ddlsim.comm.mpi import DEFAULT_MPI
 from ddlsim.comm.nccl import (
     ALGORITHM_CHOICES,
     DEFAULT_NCCL_VERSION,
@@ -36,6 +37,7 @@ from ddlsim.execution.schedules import (
     check_partition_bytes,
     check_schedule,
 )
+from ddlsim.execution.sharded import Sharding
 from ddlsim.units import MiB
 
 #: compute precisions: fp32 (TF32 on Ampere+ unless tf32 is off), amp (fp16 mixed
@@ -85,6 +87,7 @@ class Strategy:
     algorithm: str = "auto"
     nccl_version: str = DEFAULT_NCCL_VERSION
     nccl_protocol: str = "auto"
+    mpi: str = DEFAULT_MPI
     horovod_version: str = DEFAULT_HOROVOD_VERSION
     response_cache: bool = True
     fp16_allreduce: bool = False
@@ -96,6 +99,11 @@ class Strategy:
     partition_bytes: int = DEFAULT_PARTITION_BYTES
     bucket_cap_bytes: int = DDP_BUCKET_CAP_BYTES
     first_bucket_bytes: int = DDP_FIRST_BUCKET_BYTES
+    #: a sharded method's settings (:mod:`ddlsim.execution.sharded`); None for the others
+    sharding: Sharding | None = None
+    #: micro-steps unrolled in the DAG (sharded methods gather and reduce in every one; the
+    #: others fold the K - 1 before the last into one compute stage)
+    micro_steps: int = 1
 
     def __post_init__(self) -> None:
         if self.comm not in COMM_METHODS:

@@ -178,10 +178,14 @@ def job_from_prediction(prediction: Any, optimizer: str = "momentum") -> Job:
         device = catalog.device(i["gpu"])
         host_GBps = i.get("host_bandwidth_GBps")
         host_Bps = device.mem_bandwidth_Bps / 2 if host_GBps is None else host_GBps * 1e9
+    shards = 1
     if setup is not None:  # the resolved model (a CNN of the zoo or a transformer)
         state = setup.workload.model.n_params * bytes_per_param(optimizer, i["precision"])
+        sharding = setup.strategy.sharding
+        shards = sharding.shards if sharding is not None else 1
     else:
         state = checkpoint_bytes(i["model"], i["precision"], optimizer)
+        shards = int(i.get("state_shards") or 1)
     return Job(
         work_s=prediction.time_to_train_s,
         nodes=nodes,
@@ -191,6 +195,7 @@ def job_from_prediction(prediction: Any, optimizer: str = "momentum") -> Job:
         host_Bps=host_Bps,
         network_Bps=network,
         label=OPTIMIZER_STATE_WORDS[optimizer],
+        shards=shards,
     )
 
 

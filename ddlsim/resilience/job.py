@@ -40,6 +40,9 @@ class Job:
     host_Bps: float
     network_Bps: float | None = None
     label: str = ""
+    #: the GPUs one copy of the state is split over (sharded data parallelism; 1: every
+    #: replica holds it whole)
+    shards: int = 1
 
 
 @dataclass(frozen=True)
@@ -73,11 +76,12 @@ def job_mtbf_s(job: Job, config: ResilienceConfig) -> float | None:
 def resolve(job: Job, config: ResilienceConfig) -> Costs:
     """The costs of ``config`` on ``job``; :class:`ConfigError` for what cannot be."""
     state = config.checkpoint_bytes if config.checkpoint_bytes is not None else job.state_bytes
-    if state > job.gpu_memory_bytes:
+    if state / job.shards > job.gpu_memory_bytes:
+        split = f" over {job.shards} GPUs" if job.shards > 1 else ""
         raise ConfigError(
-            f"checkpoint of {state / _GB:.3g} GB is larger than one GPU's memory "
-            f"({job.gpu_memory_bytes / 2**30:.3g} GiB): every data-parallel replica holds the "
-            "whole training state"
+            f"checkpoint of {state / _GB:.3g} GB{split} is larger than one GPU's memory "
+            f"({job.gpu_memory_bytes / 2**30:.3g} GiB): every data-parallel replica holds "
+            f"{'its shard of ' if split else ''}the whole training state"
         )
     mtbf = job_mtbf_s(job, config)
     rate = 0.0 if mtbf is None else 1 / mtbf

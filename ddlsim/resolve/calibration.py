@@ -80,7 +80,9 @@ def resolve_names(w: WorkloadConfig, gpu: str | None) -> Names:
             "a transformer is timed by ddlsim's per-layer model: --calibration files hold a "
             "CNN's measured layers; drop --calibration"
         )
-    if w.seq_len is not None:
+    if w.seq_len is not None and cfg.positions_follow_seq:  # the table sized to the run
+        cfg = replace(cfg, seq_len=w.seq_len, max_positions=w.seq_len)
+    elif w.seq_len is not None:
         cfg = replace(cfg, seq_len=w.seq_len)  # checked against its positions
     batch = DEFAULT_TRANSFORMER_BATCH if w.batch in (None, BATCH_MAX) else w.batch  # max: fitted
     return Names(cfg.name, gpu or "p100", batch, w.precision or "fp32", None, cfg)

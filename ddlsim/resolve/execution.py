@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ddlsim.comm import make_comm_model
+from ddlsim.comm import SHARDED_METHODS, make_comm_model
 from ddlsim.comm.base import CommModel
 from ddlsim.config.groups import ExecutionConfig
+from ddlsim.errors import ConfigError
 from ddlsim.execution.horovod import horovod_release
+from ddlsim.execution.sharded import Sharding
 from ddlsim.execution.strategy import Strategy
 from ddlsim.system.specs import Cluster
 from ddlsim.units import MiB
@@ -41,6 +43,7 @@ def resolve_strategy(
         algorithm=x.algorithm,
         nccl_version=x.nccl_version,
         nccl_protocol=x.nccl_protocol,
+        mpi=x.mpi,
         horovod_version=x.horovod_version,
         response_cache=x.response_cache,
         fp16_allreduce=x.fp16_allreduce,
@@ -54,7 +57,53 @@ def resolve_strategy(
         schedule=x.schedule,
         partition_bytes=round(x.partition_mb * MiB),
         **_ddp_caps(x.bucket_cap_mb),
+        **_sharded(x, cluster, precision),
     )
+
+
+def _sharded(x: ExecutionConfig, cluster: Cluster, precision: str) -> dict[str, object]:
+    """A sharded method's :class:`Sharding` and the micro-steps its DAG unrolls (none for
+    the other methods). Dtypes: FSDP's mixed-precision policy (Composer's presets; ``auto``:
+    DEFAULT under amp / bf16, FULL at fp32); DeepSpeed communicates in the model's dtype."""
+    if x.comm not in SHARDED_METHODS:
+        return {}
+    half = precision != "fp32"
+    policy = x.fsdp_precision
+    if policy == "auto":
+        policy = "default" if half else "full"
+    if policy != "full" and not half:
+        raise ConfigError(
+            f"--fsdp-precision {policy} gathers half-precision parameters: it needs --precision "
+            "amp or bf16, not fp32"
+        )
+    sharding = x.sharding if x.comm == "fsdp" else "full_shard"
+    shards = cluster.n_gpus
+    if sharding == "hybrid_shard":
+        if cluster.local_gpus < 2:
+            raise ConfigError(
+                "--sharding hybrid_shard shards inside a node: it needs more than one GPU per "
+                f"node, not {cluster.local_gpus}"
+            )
+        if cluster.n_nodes == 1:  # one node: a full shard over its GPUs
+            sharding = "full_shard"
+        shards = cluster.local_gpus
+    zero = x.comm != "fsdp"
+    overlap = x.comm == "zero3" if x.overlap_comm == "auto" else x.overlap_comm == "on"
+    sh = Sharding(
+        method=x.comm,
+        shards=shards,
+        sharding=sharding,
+        unit_blocks=x.fsdp_unit_blocks,
+        backward_prefetch="pre" if zero else x.backward_prefetch,
+        forward_prefetch=x.forward_prefetch,
+        limit_all_gathers=x.limit_all_gathers,
+        param_bytes=2 if (half and (zero or policy != "full")) else 4,
+        reduce_bytes=2 if (half and (zero or policy == "pure")) else 4,
+        overlap_comm=overlap or not zero,
+        reduce_bucket_elements=x.reduce_bucket_size,
+        allgather_bucket_elements=x.allgather_bucket_size,
+    )
+    return {"sharding": sh, "micro_steps": x.grad_accum if sh.per_micro_step else 1}
 
 
 def _ddp_caps(bucket_cap_mb: float | None) -> dict[str, int]:
@@ -77,6 +126,7 @@ def resolve_comm(
         algorithm=strategy.algorithm,
         nccl_version=strategy.nccl_version,
         nccl_protocol=strategy.nccl_protocol,
+        mpi=strategy.mpi,
         n_ps=strategy.n_ps,
         ps_colocated=strategy.ps_colocated,
         ps_placement=strategy.ps_placement,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ddlsim.calibration.store import Choice
-from ddlsim.comm import NCCL_METHODS
+from ddlsim.comm import NCCL_METHODS, SHARDED_METHODS
 from ddlsim.comm.base import CommModel
 from ddlsim.compute.stack import Stack
 from ddlsim.config.groups import (
@@ -26,7 +26,7 @@ from ddlsim.config.groups import (
     WorkloadConfig,
     optimizer_of,
 )
-from ddlsim.config.knob import BATCH_MAX
+from ddlsim.config.knob import BATCH_MAX, GPUS_MIN
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
 from ddlsim.execution.dag import DiGraph, build_dag
@@ -100,10 +100,14 @@ def prepare(job: JobConfig) -> Setup:
 
 def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     s = instance_system(s)
+    if x.comm in SHARDED_METHODS:  # FSDP and DeepSpeed run in PyTorch: its stack
+        x = replace(x, framework="pytorch")
     names = resolve_names(w, s.gpu)
     transformer = names.transformer is not None
     if not transformer:
         _cnn_only(names, x)
+    if s.gpus == GPUS_MIN:
+        s = replace(s, gpus=_fewest_gpus(w, s, x, names))
     cluster = resolve_system(s, names.gpu, nccl=x.comm in NCCL_METHODS)
     strategy = resolve_strategy(
         x, cluster, batch=names.batch, precision=names.precision, data=w.data
@@ -154,6 +158,15 @@ def _transformer(
     return names, strategy, compute, need
 
 
+def _fewest_gpus(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig, names: Names) -> int:
+    """``--gpus min`` (:func:`ddlsim.resolve.fit.fewest_gpus`; one search at a time)."""
+    from ddlsim.resolve.fit import fewest_gpus
+
+    if w.batch == BATCH_MAX:
+        raise ConfigError("--gpus min and --batch max: give one of them a number")
+    return fewest_gpus(w, s, x, names, nccl=x.comm in NCCL_METHODS)
+
+
 def _cnn_only(names: Names, x: ExecutionConfig) -> None:
     """Refuse what is modelled for transformers only, on a CNN."""
     if names.precision in ("bf16", "fp8"):
@@ -163,6 +176,11 @@ def _cnn_only(names: Names, x: ExecutionConfig) -> None:
         )
     if x.grad_accum > 1:
         raise ConfigError(f"--grad-accum is modelled for transformers, not {names.model}")
+    if x.comm in SHARDED_METHODS:
+        raise ConfigError(
+            f"--comm {x.comm} shards a transformer's blocks (its units); {names.model} is a CNN: "
+            "use ddp, horovod-nccl or another data-parallel method"
+        )
 
 
 def host_input_rate(cluster: Cluster, override: float | None) -> float:

@@ -14,7 +14,7 @@ from typing import Any
 from ddlsim.calibration import network as netcal_file
 from ddlsim.config.groups import SystemConfig
 from ddlsim.system import catalog
-from ddlsim.system.instances import with_instance
+from ddlsim.system.instances import with_instance, with_sockets
 from ddlsim.system.specs import Cluster
 
 
@@ -28,6 +28,9 @@ def resolve_system(
         gpu, s.gpus, s.gpus_per_node, s.intra_node, s.inter_node, s.transport, s.nics_per_node,
         nccl=nccl,
     )  # fmt: skip
+    if cluster.n_nodes > 1:
+        named = s.instance or catalog.network_instance(cluster.inter_link, gpu)
+        cluster = with_sockets(cluster, named)
     if network is None and s.network_calibration is not None:
         network = netcal_file.load(s.network_calibration)
     return cluster if network is None else netcal_file.apply(network, cluster)

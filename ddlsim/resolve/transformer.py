@@ -17,11 +17,13 @@ from ddlsim.compute.transformer_ops import flash_version
 from ddlsim.compute.transformer_step import Numerics
 from ddlsim.config.groups import ExecutionConfig, WorkloadConfig, optimizer_of
 from ddlsim.errors import ConfigError
+from ddlsim.execution.sharded import units_of
 from ddlsim.execution.strategy import Strategy
 from ddlsim.resolve.calibration import Compute, Names, _with_provenance
 from ddlsim.system.specs import Cluster, DeviceSpec
+from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.transformers.config import TransformerConfig
-from ddlsim.workload.transformers.memory import Memory, memory
+from ddlsim.workload.transformers.memory import Memory, ShardedState, memory
 from ddlsim.workload.transformers.spec import transformer_spec
 from ddlsim.workload.workload import Workload
 
@@ -41,22 +43,26 @@ def transformer_numerics(
         passes = "bf16" if precision == "fp8" else gemm
     check_precision(device, gemm)
     half = passes in ("fp16", "bf16")
+    version = None if x.flash_version == "auto" else int(x.flash_version)
     if x.attention == "flash":
         if not half:
             raise ConfigError(
                 f"FlashAttention runs fp16 / bf16: use --precision amp or bf16, not {precision}"
             )
-        flash_version(device)  # refuses a GPU it does not run on
+        flash_version(device, version)  # refuses a GPU it does not run on
         flash = True
     elif x.attention == "auto":
         runs = device.arch in ("turing", "ampere", "hopper", "blackwell")
         flash = cfg.causal and x.framework == "pytorch" and half and runs
+        if flash and version is not None:
+            flash_version(device, version)
     else:
         flash = False
     return Numerics(
         gemm_precision=gemm,
         pass_precision=passes,
         flash=flash,
+        flash_version=version,
         fused_softmax=x.fusion == "xla",
         autocast=precision in ("amp", "bf16") and x.fusion != "xla",
         causal=cfg.causal,
@@ -80,8 +86,9 @@ def resolve_transformer_compute(
         kernels = "per-tensor" if x.framework == "tensorflow" else "fused"
     step = Step(strategy.batch_per_gpu, cfg.seq, x.grad_accum, numerics, optimizer,
                 mixed=strategy.precision != "fp32", optimizer_kernels=kernels)  # fmt: skip
-    spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1)
-    need = step_memory(cfg, step.batch, w, x, device, strategy, numerics, spec.n_params)
+    # a sharded method's DAG unrolls its micro-steps; the others fold K - 1 into one stage
+    spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1 and strategy.micro_steps == 1)
+    need = step_memory(cfg, step.batch, w, x, device, strategy, numerics, spec)
     if not need.fits:
         raise ConfigError(too_big(cfg, step.batch, device, need, numerics))
     prof = transformer_profile(cfg, spec, device, step, strategy.precision)
@@ -102,17 +109,46 @@ def step_memory(
     device: DeviceSpec,
     strategy: Strategy,
     numerics: Numerics,
-    n_params: int,
+    spec: ModelSpec,
 ) -> Memory:
     """The memory per GPU of the job's step at micro-batch ``batch``
     (:func:`ddlsim.workload.transformers.memory.memory`)."""
     exchange = "ddp" if strategy.comm == "ddp" else "horovod" if strategy.is_horovod else ""
     return memory(
-        cfg, batch, cfg.seq, n_params=n_params, capacity_bytes=device.memory_bytes,
+        cfg, batch, cfg.seq, n_params=spec.n_params, capacity_bytes=device.memory_bytes,
         mixed=strategy.precision != "fp32", optimizer=optimizer_of(w),
         flash=numerics.flash, checkpointing=numerics.checkpointing, exchange=exchange,
         fusion_bytes=strategy.fusion_threshold_bytes,
+        sharded=sharded_memory(strategy, spec),
     )  # fmt: skip
+
+
+#: ZeRO stage of each sharded method and FSDP strategy (:class:`ShardedState`)
+_STAGES = {"zero1": 1, "zero2": 2, "zero3": 3, "full_shard": 3, "hybrid_shard": 3,
+           "shard_grad_op": "shard_grad_op", "no_shard": 0}  # fmt: skip
+
+
+def sharded_memory(strategy: Strategy, spec: ModelSpec) -> ShardedState | None:
+    """How ``strategy``'s sharded method splits ``spec``'s state (None: not sharded): its
+    stage, its shards, its largest unit and its root unit, the units in flight (the one
+    computing, and up to two gathered ahead: FSDP's limit_all_gathers), DeepSpeed's
+    contiguous-gradient bucket (``reduce_bucket_size`` half-precision elements, two with
+    overlap_comm: ``stage_1_and_2.py``'s ipg buffers)."""
+    sh = strategy.sharding
+    if sh is None:
+        return None
+    stage = _STAGES[sh.method if sh.method.startswith("zero") else sh.sharding]
+    buffer_bytes = 0.0
+    if sh.method in ("zero1", "zero2"):
+        buffer_bytes = sh.reduce_bucket_elements * sh.reduce_bytes * (2 if sh.overlap_comm else 1)
+        buffer_bytes = min(buffer_bytes, spec.n_params * sh.reduce_bytes * 2)
+    unit_params, root_params = 0, 0
+    if sh.method in ("fsdp", "zero3"):
+        groups = units_of(spec, sh.unit_blocks)
+        params = [sum(spec.layers[i].grad_bytes("fp32") // 4 for i in g) for g in groups]
+        root_params, unit_params = params[0], max(params[1:])
+    return ShardedState(stage, sh.shards, unit_params, root_params, sh.param_bytes, 3,
+                        buffer_bytes)  # fmt: skip
 
 
 def too_big(
@@ -123,9 +159,21 @@ def too_big(
     state = need.params_bytes + need.grads_bytes + need.optimizer_bytes
     fixed = state + need.buffers_bytes + need.reserve_bytes
     if fixed > need.capacity_bytes:
+        stage = need.sharded_stage
+        whole = need.params_bytes + need.buffers_bytes + need.reserve_bytes  # never sharded
+        whole += need.grads_bytes if stage == 1 else 0
         hint = (
-            "its weights, gradients, optimizer state and exchange buffers alone do not fit: data "
-            "parallelism keeps them whole on every GPU (ZeRO / FSDP shard them: not modelled yet)"
+            "its weights, gradients, optimizer state and exchange buffers alone do not fit: "
+            + (
+                f"ZeRO-{stage} keeps the half-precision parameters whole on every GPU "
+                "(--comm zero3 or fsdp shard them too)"
+                if stage in (1, 2) and whole > need.capacity_bytes
+                else "shard them over more GPUs (a larger --gpus, or --gpus min)"
+            )
+            if stage is not None
+            else "its weights, gradients, optimizer state and exchange buffers alone do not fit: "
+            "data parallelism keeps them whole on every GPU (--comm fsdp or zero1 / zero2 / "
+            "zero3 shard them)"
         )
     else:
         tries = ["a smaller --batch"] if batch > 1 else []

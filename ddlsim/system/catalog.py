@@ -14,7 +14,12 @@ first use (FLOP/s, bytes/s, seconds, bytes), then caches the result.
 * ``intra_node`` = ``"none"`` when ``gpus_per_node`` is 1, else the device's reference fabric
   (pcie3 for PCIe parts and K80/P40, nvlink-p100 / nvlink-v100 for SXM2, nvswitch for
   v100-sxm3, nvlink-a100 / nvlink-h100);
-* ``inter_node`` = ``"ib-edr"`` when the cluster spans several nodes, ``"none"`` otherwise;
+* ``inter_node`` / ``nics_per_node`` = when the cluster spans several nodes, the network and
+  NIC count of the GPU's reference server where ``devices.json`` names one (DGX A100: 8 x
+  ib-hdr; DGX H100 / H200, DGX B200: 8 x ib-ndr; GB200 NVL72: 72 x ib-ndr per NVLink domain),
+  else ``"ib-edr"`` with one NIC (the older GPUs, whose measured seeds ran on it); ``"none"``
+  for one node. A network the caller names without a NIC count has one NIC. The cluster's
+  ``network_default`` says which default was taken;
 * ``transport`` = the network's default transport (Ethernet and cloud networks: tcp;
   InfiniBand and Aries: rdma); for NCCL (``nccl=True``) the transport NCCL itself picks:
   RDMA wherever the network's NICs offer it (RoCE on 25-200 GbE), sockets otherwise.
@@ -86,6 +91,14 @@ def device_aliases() -> dict[str, str]:
     return dict(_catalog().aliases)
 
 
+def reference_network(gpu: str) -> tuple[str, int] | None:
+    """The network id and NICs per node of ``gpu``'s reference server (DGX H100: ``("ib-ndr",
+    8)``), None where the catalog names none."""
+    cat = _catalog()
+    entry = cat.default_network.get(cat.device_id(gpu))
+    return None if entry is None else entry[:2]
+
+
 def link(name: str) -> LinkSpec:
     """An intra-node fabric or a network by id (intra fabrics first: ``"none"`` and ``"pcie3"``
     resolve to their intra-node entries; use :func:`host_link` for GPU<->host links)."""
@@ -93,9 +106,10 @@ def link(name: str) -> LinkSpec:
     key = _norm(name)
     if key in cat.intra:
         return cat.intra[key]
-    if key in cat.inter:
-        return cat.inter[key]
-    raise UnknownNameError("link", name, {*cat.intra, *cat.inter})
+    try:
+        return cat.inter_link(cat.inter_id(name))
+    except UnknownNameError:
+        raise UnknownNameError("link", name, {*cat.intra, *cat.inter}) from None
 
 
 def intra_link(name: str) -> LinkSpec:
@@ -110,6 +124,13 @@ def network(name: str, gpu: str | None = None) -> LinkSpec:
     cat = _catalog()
     device_id = None if gpu is None else cat.device_id(gpu)
     return cat.network(cat.inter_id(name), device_id)[0]
+
+
+def network_instance(name: str, gpu: str) -> str | None:
+    """The cloud instance type whose figures the network ``name`` takes for ``gpu`` (``ec2``
+    with a V100: p3.16xlarge), None for a network of no instance."""
+    cat = _catalog()
+    return cat.network(cat.inter_id(name), cat.device_id(gpu))[1]
 
 
 def host_link(name: str) -> LinkSpec:
@@ -163,7 +184,7 @@ def build_cluster(
     intra_node: str | None = None,
     inter_node: str | None = None,
     transport: str | None = None,
-    nics_per_node: int = 1,
+    nics_per_node: int | None = None,
     *,
     nccl: bool = False,
 ) -> Cluster:
@@ -171,7 +192,8 @@ def build_cluster(
 
     Defaults (module docstring): ``gpus_per_node`` = min(n_gpus, device's reference node size,
     the fabric's GPU limit); ``intra_node`` = "none" for one GPU per node, else the device's
-    reference fabric; ``inter_node`` = "ib-edr" for several nodes, else "none"; ``transport`` =
+    reference fabric; ``inter_node`` and ``nics_per_node`` = the reference server's network for
+    several nodes (module docstring), else "none"; ``transport`` =
     the network's default (with ``nccl=True``: the transport NCCL picks on that network, e.g.
     RDMA over RoCE-capable 25 GbE). ``n_gpus`` below ``gpus_per_node`` means one node using
     ``n_gpus`` GPUs; above it, ``n_gpus`` must be a multiple of ``gpus_per_node``. Raises
@@ -188,9 +210,13 @@ def build_cluster(
     n_nodes = n // per_node if n >= per_node else 1
     intra_id = _intra_fabric_id(cat, device_id, intra_id, n, per_node)
     inter_id = _inter_network_id(cat, inter_node, n, per_node, n_nodes)
+    nics, network_default = 1, ""
+    if inter_node is None and n_nodes > 1:
+        inter_id, nics, network_default = _reference_network(cat, device_id)
+    if nics_per_node is not None:
+        nics = check_count("nics_per_node", nics_per_node, MAX_NICS_PER_NODE)
     net, _instance = cat.network(inter_id, device_id)
     transport_id = _transport_id(net, transport, nccl)
-    nics = check_count("nics_per_node", nics_per_node, MAX_NICS_PER_NODE)
 
     fabric = cat.intra[intra_id]
     host = cat.host[spec.host_link]
@@ -210,6 +236,20 @@ def build_cluster(
         nics_per_node=nics,
         nccl_hop=fabric.nccl_hop,
         nccl_channels=fabric.nccl_channels,
+        network_default=network_default,
+    )
+
+
+def _reference_network(cat: _Catalog, device_id: str) -> tuple[str, int, str]:
+    """The network, NICs per node and a note on the default of a multi-node cluster of
+    ``device_id`` that names no network: its reference server's, else ib-edr with one NIC."""
+    if device_id in cat.default_network:
+        network, nics, _source = cat.default_network[device_id]
+        return network, nics, f"{device_id}'s reference server: {nics} x {network}"
+    return (
+        DEFAULT_INTER_NODE,
+        1,
+        f"{DEFAULT_INTER_NODE}, 1 NIC: no reference network for {device_id}",
     )
 
 
@@ -292,7 +332,7 @@ def describe_cluster(cluster: Cluster) -> dict[str, Any]:
     fp16 = dev.peak_fp16_flops
     multi = cluster.n_nodes > 1
     nominal_Gbps = instance = None
-    if cluster.inter_link in cat.inter and cluster.inter_link != NONE:
+    if cluster.inter_link != NONE and _known_network(cluster.inter_link) is not None:
         net, instance = cat.network(cluster.inter_link, dev.id if dev.id in cat.devices else None)
         nominal_Gbps = net.nominal_bandwidth_Bps * 8 / 1e9
     intra, nic, host = cluster.intra, cluster.nic, cluster.host
@@ -314,6 +354,7 @@ def describe_cluster(cluster: Cluster) -> dict[str, Any]:
         "nic_bandwidth_Gbps": _sig(nic.bandwidth_Bps * 8 / 1e9) if nic else None,
         "nic_latency_us": _sig(nic.latency_s * 1e6) if nic else None,
         "nics_per_node": cluster.nics_per_node,
+        "network_default": cluster.network_default or None,
         "transport": cluster.transport if multi else None,
         "host_link": dev.host_link,
         # None for host link 'none' (a CPU worker: nothing to copy, infinite in the model)
@@ -321,4 +362,37 @@ def describe_cluster(cluster: Cluster) -> dict[str, Any]:
         if math.isfinite(host.bandwidth_Bps)
         else None,
         "gpus_per_pcie_switch": cluster.gpus_per_pcie_switch,
+        "peak_fp8_TFLOPS": _tflops(dev.peak_fp8_flops),
+        "peak_fp4_TFLOPS": _tflops(dev.peak_fp4_flops),
+        "datasheet_only": datasheet_only(cluster),
     }
+
+
+def _tflops(flops: float | None) -> float | None:
+    return None if flops is None else _sig(flops / 1e12)
+
+
+def _known_network(name: str) -> LinkSpec | None:
+    """The catalogued or stated network ``name``; None for a name of neither (a hand-built
+    cluster's)."""
+    cat = _catalog()
+    try:
+        return cat.inter_link(cat.inter_id(name))
+    except ConfigError:
+        return None
+
+
+def datasheet_only(cluster: Cluster) -> list[str]:
+    """The catalog entries of ``cluster`` that only a datasheet vouches for (no measured run
+    has checked them yet): its GPU, fabric, network and host link, by id."""
+    cat = _catalog()
+    entries: list[tuple[str, bool]] = [(cluster.device.id, cluster.device.datasheet_only)]
+    if cluster.local_gpus > 1 and cluster.intra_link in cat.intra:
+        entries.append((cluster.intra_link, cat.intra[cluster.intra_link].datasheet_only))
+    net = _known_network(cluster.inter_link) if cluster.n_nodes > 1 else None
+    if net is not None:
+        entries.append((cluster.inter_link, net.datasheet_only))
+    host = cat.host.get(cluster.device.host_link)
+    if host is not None:
+        entries.append((host.id, host.datasheet_only))
+    return [name for name, flag in entries if flag]

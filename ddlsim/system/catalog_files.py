@@ -8,67 +8,53 @@ in :mod:`ddlsim.system.catalog`.
 
 from __future__ import annotations
 
-import json
 import math
-import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 from ddlsim.errors import CatalogError, UnknownNameError
-from ddlsim.system.specs import TRANSPORTS, DeviceSpec, LinkSpec
-from ddlsim.units import GBps_to_Bps, GiB, gbps_to_Bps, tflops_to_flops, us_to_s
-
-SCHEMA_VERSION = 1
-MAX_GPUS = 1_000_000  # more GPUs than any cluster built: an input error
-MAX_GPUS_PER_NODE = 64
-MAX_NICS_PER_NODE = 64
-DEFAULT_INTER_NODE = "ib-edr"
-NONE = "none"
-
-if TYPE_CHECKING:
-    from importlib.abc import Traversable
-
-PathLike = Union[str, "os.PathLike[str]", "Traversable"]
-
-_DEVICE_FIGURES = (
-    "peak_fp32_TFLOPS",
-    "peak_fp16_TFLOPS",
-    "mem_bandwidth_GBps",
-    "memory_GiB",
-    "host_link",
-    "default_intra_node",
-    "default_gpus_per_node",
-    "host_cpu_threads",
+from ddlsim.system.catalog_check import (  # noqa: F401  (re-exported: the limits' one home)
+    DEFAULT_INTER_NODE,
+    MAX_GPUS,
+    MAX_GPUS_PER_NODE,
+    MAX_NICS_PER_NODE,
+    NONE,
+    SCHEMA_VERSION,
+    PathLike,
+    _Checker,
+    _data_file,
+    _norm,
+    _read_json,
 )
-_DEVICE_KEYS = frozenset({"name", "sources", *_DEVICE_FIGURES})
-#: optional device key: "gpu" (default) or "cpu" (a CPU core as the worker device)
-DEVICE_KINDS = ("gpu", "cpu")
-#: device key required of GPUs (the kernel model's waves of thread blocks), absent for CPUs
-SM_COUNT = "sm_count"
-#: device key required of GPUs (NCCL's protocols and caps depend on it), absent for CPUs
-ARCH = "arch"
-#: optional GPU key: dense TF32 tensor-core peak (Ampere and later), what fp32 convolutions and
-#: matrix products run on by default in TensorFlow (2.4+) and PyTorch's cuDNN
-TF32 = "peak_tf32_TFLOPS"
-#: optional GPU keys, all or none: the clocks NVIDIA's product brief states (the peaks are at the
-#: boost clock) and the board's power limit, under which a card's clock may sit below its boost
-CLOCKS = ("base_clock_MHz", "boost_clock_MHz", "max_power_W")
-GPU_ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper")
+from ddlsim.system.catalog_devices import (  # noqa: F401  (re-exported for catalog and tests)
+    ARCH,
+    CLOCKS,
+    DEVICE_KINDS,
+    GPU_ARCHS,
+    SM_COUNT,
+    TF32,
+    _parse_devices,
+)
+from ddlsim.system.network_speeds import GRAMMAR, stated_network
+from ddlsim.system.specs import TRANSPORTS, DeviceSpec, LinkSpec
+from ddlsim.units import GBps_to_Bps, gbps_to_Bps, us_to_s
+
 #: NCCL's latency classes of an intra-node hop (rows of its tuning tables)
 NCCL_HOPS = ("nvlink", "pcie")
 _BANDWIDTH_KEY = {"intra": "bandwidth_GBps", "host": "bandwidth_GBps", "inter": "bandwidth_Gbps"}
 _LINK_COMMON = ("description", "efficiency", "latency_us", "default_transport")
+#: optional link flag: true while only the datasheet vouches for the entry (reports say so)
+_DATASHEET_ONLY = "datasheet_only"
 _LINK_KEYS = {
     "intra": frozenset(
         {*_LINK_COMMON, "bandwidth_GBps", "gpus_per_pcie_switch", "max_gpus"}
-        | {"nccl_hop", "nccl_channels", "sources", "assumptions"}
+        | {"nccl_hop", "nccl_channels", "sources", "assumptions", _DATASHEET_ONLY}
     ),
-    "host": frozenset({*_LINK_COMMON, "bandwidth_GBps", "sources", "assumptions"}),
+    "host": frozenset({*_LINK_COMMON, "bandwidth_GBps", "sources", "assumptions", _DATASHEET_ONLY}),
     "inter": frozenset(
         {*_LINK_COMMON, "bandwidth_Gbps", "instance", "by_gpu", "nccl_transport"}
-        | {"sources", "assumptions"}
+        | {"sources", "assumptions", _DATASHEET_ONLY}
     ),
 }
 _BY_GPU_KEYS = frozenset({"instance", "bandwidth_Gbps", "efficiency", "source"})
@@ -85,6 +71,8 @@ class _Catalog:
     aliases: dict[str, str]
     node_gpus: dict[str, int]  # device id -> GPUs per node of its reference server
     default_intra: dict[str, str]  # device id -> intra fabric id of its reference server
+    #: device id -> (network id, NICs per node, source) of its reference server's cluster
+    default_network: dict[str, tuple[str, int, str]]
     intra: dict[str, LinkSpec]
     inter: dict[str, LinkSpec]
     host: dict[str, LinkSpec]
@@ -107,129 +95,30 @@ class _Catalog:
         return key
 
     def inter_id(self, name: object) -> str:
-        key = _norm(name)
-        if key not in self.inter:
-            raise UnknownNameError("inter_node network", name, self.inter)
-        return key
+        """A catalogued network's id, or a stated speed's (:mod:`network_speeds`; ``ib-400``
+        is ``ib-ndr``); UnknownNameError naming the valid ids and the grammar."""
+        key = _norm(name).replace(" ", "")
+        if key in self.inter:
+            return key
+        stated = stated_network(key, self.inter) if isinstance(name, str) else None
+        if stated is None:
+            raise UnknownNameError("inter_node network", name, [*self.inter, GRAMMAR])
+        return stated.id
+
+    def inter_link(self, inter_id: str) -> LinkSpec:
+        """The network ``inter_id`` (an id :meth:`inter_id` returned)."""
+        if inter_id in self.inter:
+            return self.inter[inter_id]
+        stated = stated_network(inter_id, self.inter)
+        if stated is None:
+            raise UnknownNameError("inter_node network", inter_id, [*self.inter, GRAMMAR])
+        return stated
 
     def network(self, inter_id: str, device_id: str | None) -> tuple[LinkSpec, str | None]:
         """The network ``inter_id`` as seen by ``device_id`` (cloud instance type applied)."""
         if device_id is not None and (inter_id, device_id) in self.by_gpu:
             return self.by_gpu[(inter_id, device_id)]
-        return self.inter[inter_id], self.instances.get(inter_id)
-
-
-def _norm(name: object) -> str:
-    return name.strip().lower() if isinstance(name, str) else f"\0{name!r}"
-
-
-def _data_file(filename: str) -> Traversable:
-    from importlib import resources  # lazy: keeps the import of this module cheap
-
-    return resources.files("ddlsim.system").joinpath("data").joinpath(filename)
-
-
-def _read_json(path: PathLike) -> tuple[dict[str, Any], str]:
-    source = Path(path) if isinstance(path, (str, os.PathLike)) else path
-    label = str(source)
-    try:
-        doc = json.loads(source.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CatalogError(f"{label}: cannot read catalog file: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise CatalogError(
-            f"{label}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from exc
-    if not isinstance(doc, dict):
-        raise CatalogError(f"{label}: top level must be an object, got {type(doc).__name__}")
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise CatalogError(
-            f"{label}: schema_version {doc.get('schema_version')!r}, expected {SCHEMA_VERSION}"
-        )
-    return doc, label
-
-
-class _Checker:
-    """Validation helpers whose messages name the file, the entry and the key."""
-
-    def __init__(self, file: str, where: str) -> None:
-        self.file = file
-        self.where = where
-
-    def fail(self, key: str | None, problem: str) -> CatalogError:
-        at = f"{self.where}, key {key!r}" if key else self.where
-        return CatalogError(f"{self.file}: {at}: {problem}")
-
-    def identifier(self, name: str) -> None:
-        # look-ups lower-case and strip the user's spelling, so ids must already be normalised
-        if not name or name != name.strip().lower() or " " in name:
-            raise self.fail(None, "ids must be non-empty, lower-case and without blanks")
-
-    def obj(self, value: object, key: str | None) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(key, f"must be an object, got {value!r}")
-        return value
-
-    def keys(
-        self, entry: dict[str, Any], required: frozenset[str], optional: frozenset[str]
-    ) -> None:
-        for key in sorted(required - entry.keys()):
-            raise self.fail(key, "missing")
-        for key in sorted(entry.keys() - required - optional):
-            raise self.fail(key, "unknown key (typo or wrong unit?)")
-
-    def text(self, entry: dict[str, Any], key: str) -> str:
-        value = entry.get(key)
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(key, f"must be a non-empty string, got {value!r}")
-        return value
-
-    def number(self, value: object, key: str, *, allow_zero: bool = False) -> float:
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not ok or not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-            kind = "non-negative" if allow_zero else "positive"
-            raise self.fail(key, f"must be a {kind} finite number, got {value!r}")
-        return float(value)
-
-    def choice(self, entry: dict[str, Any], key: str, valid: tuple[str, ...]) -> str:
-        value = entry.get(key)
-        if value not in valid:
-            raise self.fail(key, f"must be one of {', '.join(valid)}, got {value!r}")
-        return value
-
-    def count(self, value: object, key: str) -> int:
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise self.fail(key, f"must be a positive integer, got {value!r}")
-        return value
-
-    def per_transport(self, value: object, key: str, *, fraction: bool) -> dict[str, float]:
-        table = self.obj(value, key)
-        if set(table) != set(TRANSPORTS):
-            raise self.fail(key, f"must give exactly {list(TRANSPORTS)}, got {sorted(table)}")
-        out = {}
-        for transport in TRANSPORTS:
-            item = f"{key}.{transport}"
-            number = self.number(table[transport], item, allow_zero=not fraction)
-            if fraction and number > 1:
-                raise self.fail(item, f"efficiency must lie in (0, 1], got {number!r}")
-            out[transport] = number
-        return out
-
-    def documented(self, entry: dict[str, Any], figures: list[str]) -> dict[str, str]:
-        """Merge ``sources`` and ``assumptions``; every figure must be explained by one."""
-        sources = self.obj(entry.get("sources", {}), "sources")
-        assumptions = self.obj(entry.get("assumptions", {}), "assumptions")
-        merged: dict[str, str] = {}
-        for table, prefix in ((sources, ""), (assumptions, "assumption: ")):
-            for key, value in table.items():
-                if not isinstance(value, str) or not value.strip():
-                    raise self.fail(key, f"source must be a non-empty string, got {value!r}")
-                text = prefix + value
-                merged[key] = f"{merged[key]} | {text}" if key in merged else text
-        for figure in figures:
-            if figure not in merged:
-                raise self.fail(figure, "no source or assumption given for this figure")
-        return merged
+        return self.inter_link(inter_id), self.instances.get(inter_id)
 
 
 def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
@@ -285,6 +174,9 @@ def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
             if scope == "inter":
                 nccl["nccl_transport"] = check.choice(entry, "nccl_transport", TRANSPORTS)
                 figures.append("nccl_transport")
+            flag = entry.get(_DATASHEET_ONLY, False)
+            if not isinstance(flag, bool):
+                raise check.fail(_DATASHEET_ONLY, f"must be true or false, got {flag!r}")
             sections[scope][link_id] = LinkSpec(
                 id=link_id,
                 scope=scope,
@@ -295,6 +187,7 @@ def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
                 description=check.text(entry, "description"),
                 gpus_per_pcie_switch=per_switch,
                 sources=check.documented(entry, figures),
+                datasheet_only=flag,
                 **nccl,
             )
             if "instance" in entry:
@@ -334,132 +227,6 @@ def _parse_by_gpu(
             )
             out[(link_id, device_id)] = (link, instance)
     return out
-
-
-def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dict[str, Any]:
-    """The devices and aliases of devices.json, with each device's reference node (GPUs, fabric)."""
-    table = _Checker(file, "top level").obj(doc.get("devices"), "devices")
-    devices: dict[str, DeviceSpec] = {}
-    node_gpus: dict[str, int] = {}
-    default_intra: dict[str, str] = {}
-    for device_id, raw in table.items():
-        spec, per_node, intra = _parse_device(file, device_id, raw, links)
-        devices[device_id] = spec
-        node_gpus[device_id] = per_node
-        default_intra[device_id] = intra
-    if not devices:
-        raise CatalogError(f"{file}: no devices")
-    return {
-        "devices": devices,
-        "aliases": _parse_aliases(doc, file, devices),
-        "node_gpus": node_gpus,
-        "default_intra": default_intra,
-    }
-
-
-def _parse_device(
-    file: str, device_id: str, raw: object, links: dict[str, Any]
-) -> tuple[DeviceSpec, int, str]:
-    """One device entry: its spec (SI units), reference GPUs per node and intra fabric id."""
-    check = _Checker(file, f"device {device_id!r}")
-    check.identifier(device_id)
-    entry = check.obj(raw, None)
-    check.keys(entry, _DEVICE_KEYS, frozenset({"kind", SM_COUNT, ARCH, TF32, *CLOCKS}))
-    kind = entry.get("kind", DEVICE_KINDS[0])
-    if kind not in DEVICE_KINDS:
-        raise check.fail("kind", f"must be one of {', '.join(DEVICE_KINDS)}, got {kind!r}")
-    for key in (SM_COUNT, ARCH):
-        if (key in entry) != (kind == "gpu"):
-            raise check.fail(key, "required of a GPU, not allowed for a CPU")
-    sm_count = check.count(entry[SM_COUNT], SM_COUNT) if SM_COUNT in entry else None
-    arch = check.choice(entry, ARCH, GPU_ARCHS) if ARCH in entry else "cpu"
-    fp32 = check.number(entry["peak_fp32_TFLOPS"], "peak_fp32_TFLOPS")
-    fp16 = entry["peak_fp16_TFLOPS"]
-    if fp16 is not None:
-        fp16 = check.number(fp16, "peak_fp16_TFLOPS")
-    tf32 = check.number(entry[TF32], TF32) if TF32 in entry else None
-    if tf32 is not None and (kind != "gpu" or tf32 <= fp32):
-        raise check.fail(TF32, f"a GPU's tensor-core peak above its fp32 peak, got {tf32}")
-    clocks = _clocks(check, entry, kind)
-    host_link, intra, per_node = _reference_node(check, entry, links)
-    spec = DeviceSpec(
-        id=device_id,
-        name=check.text(entry, "name"),
-        peak_fp32_flops=tflops_to_flops(fp32),
-        peak_fp16_flops=None if fp16 is None else tflops_to_flops(fp16),
-        mem_bandwidth_Bps=GBps_to_Bps(
-            check.number(entry["mem_bandwidth_GBps"], "mem_bandwidth_GBps")
-        ),
-        memory_bytes=round(check.number(entry["memory_GiB"], "memory_GiB") * GiB),
-        host_link=host_link,
-        host_cpu_threads=check.count(entry["host_cpu_threads"], "host_cpu_threads"),
-        sources=check.documented(
-            {"sources": entry["sources"]},
-            [
-                *_DEVICE_FIGURES,
-                *([SM_COUNT, ARCH] if sm_count else []),
-                *([TF32] if tf32 is not None else []),
-                *(CLOCKS if clocks else []),
-            ],
-        ),
-        kind=kind,
-        arch=arch,
-        sm_count=sm_count,
-        peak_tf32_flops=None if tf32 is None else tflops_to_flops(tf32),
-        **clocks,
-    )
-    return spec, per_node, intra
-
-
-def _reference_node(
-    check: _Checker, entry: dict[str, Any], links: dict[str, Any]
-) -> tuple[str, str, int]:
-    """A device's host link, default intra fabric and default GPUs per node, checked."""
-    host_link = check.text(entry, "host_link")
-    if host_link not in links["host"]:
-        raise check.fail(
-            "host_link",
-            f"{host_link!r} is not a host link of links.json; "
-            f"valid: {', '.join(sorted(links['host']))}",
-        )
-    intra = check.text(entry, "default_intra_node")
-    if intra not in links["intra"] or intra == NONE:
-        valid = ", ".join(sorted(set(links["intra"]) - {NONE}))
-        raise check.fail("default_intra_node", f"{intra!r} is not an intra fabric; {valid}")
-    per_node = check.count(entry["default_gpus_per_node"], "default_gpus_per_node")
-    if per_node > MAX_GPUS_PER_NODE:
-        raise check.fail("default_gpus_per_node", f"{per_node} > {MAX_GPUS_PER_NODE}")
-    return host_link, intra, per_node
-
-
-def _parse_aliases(
-    doc: dict[str, Any], file: str, devices: dict[str, DeviceSpec]
-) -> dict[str, str]:
-    """The aliases of devices.json (alias -> device id), each checked against the devices."""
-    aliases: dict[str, str] = {}
-    for alias, target in _Checker(file, "top level").obj(doc.get("aliases"), "aliases").items():
-        check = _Checker(file, f"alias {alias!r}")
-        check.identifier(alias)
-        if alias in devices:
-            raise check.fail(None, "alias shadows a device id")
-        if target not in devices:
-            raise check.fail(None, f"points to unknown device {target!r}")
-        aliases[alias] = target
-    return aliases
-
-
-def _clocks(check: _Checker, entry: dict[str, Any], kind: str) -> dict[str, float]:
-    """The DeviceSpec clock and power fields of a GPU entry that gives all of CLOCKS (SI)."""
-    given = [key for key in CLOCKS if key in entry]
-    if not given:
-        return {}
-    if len(given) < len(CLOCKS) or kind != "gpu":
-        missing = ", ".join(k for k in CLOCKS if k not in given) or "(a CPU has none)"
-        raise check.fail(given[0], f"clocks come all together, for GPUs: missing {missing}")
-    base, boost, power = (check.number(entry[key], key) for key in CLOCKS)
-    if base > boost:
-        raise check.fail("base_clock_MHz", f"{base} above the boost clock {boost}")
-    return {"base_clock_hz": base * 1e6, "boost_clock_hz": boost * 1e6, "max_power_w": power}
 
 
 def _load_catalog(

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 from ddlsim.errors import ConfigError
+from ddlsim.system.specs import Cluster
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,8 @@ class Instance:
     nics: int
     source: str
     transport: str
+    nic_vendor: str = ""  # NCCL's socket defaults by NIC vendor: aws | gcp | "" (others)
+    flow_cap_Gbps: float | None = None  # the provider's cap on one TCP flow (None: none)
 
 
 @lru_cache(maxsize=1)
@@ -47,6 +51,8 @@ def _table() -> tuple[dict[str, Instance], dict[str, str]]:
             e["nics"],
             e["source"],
             e["transport"],
+            e.get("nic_vendor", ""),
+            e.get("flow_cap_Gbps"),
         )
         for name, e in doc["instances"].items()
     }
@@ -109,3 +115,13 @@ def with_instance(settings: dict[str, Any], name: str) -> dict[str, Any]:
                 f"({inst.source})"
             )
     return out
+
+
+def with_sockets(cluster: Cluster, name: str | None) -> Cluster:
+    """``cluster`` with instance ``name``'s NIC vendor and per-flow cap (unchanged for None or
+    a name without them)."""
+    if name is None or str(name).strip().lower() not in _table()[0]:
+        return cluster
+    inst = instance(name)
+    cap = math.inf if inst.flow_cap_Gbps is None else inst.flow_cap_Gbps * 1e9 / 8
+    return replace(cluster, socket_vendor=inst.nic_vendor, socket_flow_cap_Bps=cap)

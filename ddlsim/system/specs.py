@@ -6,6 +6,7 @@ converted once by :mod:`ddlsim.system.catalog`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 TRANSPORTS = ("tcp", "rdma")
@@ -25,7 +26,9 @@ class DeviceSpec:
     before): fp32 convolutions and matrix products run on it unless TF32 is turned off.
     ``base_clock_hz`` / ``boost_clock_hz`` / ``max_power_w``: the product brief's clocks and
     power limit where catalogued (the peaks are at the boost clock); descriptive: the model
-    times at the peaks.
+    times at the peaks. ``peak_fp8_flops`` / ``peak_fp4_flops``: dense fp8 (Hopper and later)
+    and fp4 (Blackwell) tensor-core peaks, descriptive (reported, not yet timed).
+    ``datasheet_only``: no measured run has checked the entry yet (reports say so).
     """
 
     id: str
@@ -44,6 +47,10 @@ class DeviceSpec:
     base_clock_hz: float | None = None  # product brief's base clock (None: not catalogued)
     boost_clock_hz: float | None = None  # the clock the peaks are quoted at
     max_power_w: float | None = None  # the board's power limit (TDP)
+    peak_fp8_flops: float | None = None  # dense fp8 tensor-core peak (Hopper+; None: none)
+    peak_fp4_flops: float | None = None  # dense fp4 tensor-core peak (Blackwell; None: none)
+    #: True while only the datasheet vouches for the entry (no measured run checks it yet)
+    datasheet_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -68,6 +75,8 @@ class LinkSpec:
     nccl_hop: str = "pcie"  # intra fabrics: NCCL's latency class of a hop (nvlink | pcie)
     nccl_channels: int = 2  # intra fabrics: channels (rings, one CTA each) NCCL opens
     nccl_transport: str = ""  # networks: the transport NCCL picks when none is given
+    #: True while only the datasheet vouches for the entry (no measured run checks it yet)
+    datasheet_only: bool = False
 
     def bandwidth_Bps(self, transport: str | None = None) -> float:
         """Achievable bandwidth per direction over ``transport`` (default: the link's own)."""
@@ -98,7 +107,10 @@ class Cluster:
     between nodes through the node's NIC(s) (``None`` for a single node), ``host`` the GPU<->host
     PCIe hop (device-to-host copies, CPU reductions, gRPC staging). ``nics_per_node`` NICs share
     the node's traffic. ``host_reduce_Bps`` is the CPU's summation bandwidth (bytes of input
-    reduced per second) used by MPI-on-CPU and parameter servers.
+    reduced per second) used by parameter servers. ``socket_flow_cap_Bps`` is what the provider
+    lets one TCP flow carry (EC2: 5 Gb/s, 10 inside a cluster placement group; inf where none
+    is documented) and ``socket_vendor`` the NIC vendor NCCL's socket transport reads to pick
+    its threads and sockets per connection (``aws``, ``gcp``; empty: any other).
     """
 
     device: DeviceSpec
@@ -115,6 +127,10 @@ class Cluster:
     host_reduce_Bps: float = 10e9
     nccl_hop: str = "pcie"  # NCCL latency class of an intra-node hop: nvlink | pcie
     nccl_channels: int = 2  # channels NCCL runs (one CTA, i.e. one SM, each)
+    #: how the network was chosen when the job named none ("" when it named one, or one node)
+    network_default: str = field(default="", compare=False)
+    socket_flow_cap_Bps: float = math.inf  # one TCP flow's cap (provider), inf: none
+    socket_vendor: str = ""  # NIC vendor for NCCL's socket defaults: aws | gcp | ""
 
     @property
     def n_nodes(self) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ddlsim.comm import METHODS as COMM_METHODS
 from ddlsim.comm import PS_METHODS
+from ddlsim.comm.mpi import DEFAULT_MPI, MpiRelease
 from ddlsim.comm.nccl import (
     ALGORITHM_CHOICES,
     DEFAULT_NCCL_VERSION,
@@ -16,6 +17,7 @@ from ddlsim.config.checks import Range, Vocabulary, optional
 from ddlsim.config.knob import (
     ATTENTIONS,
     ELASTIC,
+    FLASH_VERSIONS,
     MAX_CYCLE_TIME_MS,
     MAX_FUSION_THRESHOLD_MB,
     MAX_GRAD_ACCUM,
@@ -261,6 +263,20 @@ ROWS: tuple[Knob, ...] = (
         ),
     ),
     Knob(
+        "mpi",
+        "execution",
+        DEFAULT_MPI,
+        "str",
+        "--mpi",
+        "MPI implementation and release of horovod-mpi (openmpi-X.Y, intel-mpi-X, mvapich2-X.Y): "
+        "Open MPI sums with AVX kernels from 4.1, with plain loops before (default: "
+        f"{DEFAULT_MPI})",
+        check=MpiRelease.parse,
+        canonical=lambda v: str(MpiRelease.parse(v)),
+        metavar="IMPL-X.Y",
+        applies=Applies(comm_in("horovod-mpi"), "it applies to horovod-mpi", ("comm",)),
+    ),
+    Knob(
         "algorithm",
         "execution",
         "auto",
@@ -436,6 +452,19 @@ ROWS: tuple[Knob, ...] = (
         "PyTorch 2's scaled_dot_product_attention picks; unfused otherwise)",
         check=Vocabulary("attention", lambda: ATTENTIONS),
         choices=lambda: ATTENTIONS,
+        applies=TRANSFORMERS_ONLY,
+    ),
+    Knob(
+        "flash_version",
+        "execution",
+        "auto",
+        "str",
+        "--flash-version",
+        "the FlashAttention release the attention runs: 1 (flash-attn 1.0), 2 (PyTorch's "
+        "scaled_dot_product_attention from 2.2), 3 (Hopper only, a separate install) or auto "
+        "(2 where the GPU runs it, 1 on Turing)",
+        check=Vocabulary("FlashAttention version", lambda: FLASH_VERSIONS),
+        choices=lambda: FLASH_VERSIONS,
         applies=TRANSFORMERS_ONLY,
     ),
     Knob(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ddlsim.calibration.profile import MIN_IMAGES_PER_SEC
 from ddlsim.config.checks import Range, optional
 from ddlsim.config.knob import (
+    GPUS_MIN,
     RESTART,
     Applies,
     Knob,
@@ -14,6 +15,7 @@ from ddlsim.resilience import config as rc
 from ddlsim.system import catalog
 from ddlsim.system.catalog_files import MAX_GPUS, MAX_GPUS_PER_NODE, MAX_NICS_PER_NODE
 from ddlsim.system.instances import instance, instance_names
+from ddlsim.system.network_speeds import GRAMMAR as STATED_GRAMMAR
 from ddlsim.system.specs import TRANSPORTS
 
 #: the system group's knobs, in field order
@@ -22,11 +24,14 @@ ROWS: tuple[Knob, ...] = (
         "gpus",
         "system",
         1,
-        "int",
+        "int | str",
         "--gpus",
-        "total GPUs (default: 1)",
-        check=lambda v: catalog.check_count("gpus", v, MAX_GPUS),
-        parse="int",
+        "total GPUs (default: 1); min: the fewest whole nodes (or GPUs of one node) on which a "
+        "transformer's step fits the GPUs' memory",
+        check=lambda v: v == GPUS_MIN or catalog.check_count("gpus", v, MAX_GPUS),
+        parse="int-or-min",
+        metavar="N|min",
+        words={GPUS_MIN: GPUS_MIN},
     ),
     Knob(
         "gpu",
@@ -60,7 +65,8 @@ ROWS: tuple[Knob, ...] = (
         None,
         "int | None",
         "--gpus-per-node",
-        "GPUs per node (default: min(gpus, 8))",
+        "GPUs per node (default: min(gpus, the GPU's reference server's: 8; 16 for "
+        "v100-sxm3, 72 for gb200, one NVL72 NVLink domain))",
         check=optional(lambda v: catalog.check_count("gpus_per_node", v, MAX_GPUS_PER_NODE)),
         parse="int",
     ),
@@ -83,9 +89,12 @@ ROWS: tuple[Knob, ...] = (
         "str | None",
         "--inter-node",
         lambda: (
-            f"network: {', '.join(catalog.inter_link_names())} (default: ib-edr when multi-node)"
+            f"network: {', '.join(catalog.inter_link_names())}, or a stated speed: "
+            f"{STATED_GRAMMAR} (default when multi-node: the GPU's reference server's, "
+            "e.g. 8 x ib-ndr for h100; ib-edr for GPUs without one)"
         ),
-        names=catalog.inter_link_names,
+        check=optional(lambda v: catalog.network(v)),
+        metavar="NETWORK",
     ),
     Knob(
         "transport",
@@ -99,12 +108,13 @@ ROWS: tuple[Knob, ...] = (
     Knob(
         "nics_per_node",
         "system",
-        1,
-        "int",
+        None,
+        "int | None",
         "--nics-per-node",
         "network adapters per node, their bandwidth added up (multi-rail; DGX-1 4, DGX-2 "
-        "and DGX A100/H100 8; default: 1)",
-        check=lambda v: catalog.check_count("nics_per_node", v, MAX_NICS_PER_NODE),
+        "and DGX A100/H100 8; default: the reference server's with the default network, "
+        "else 1)",
+        check=optional(lambda v: catalog.check_count("nics_per_node", v, MAX_NICS_PER_NODE)),
         parse="int",
         metavar="N",
         applies=Applies(

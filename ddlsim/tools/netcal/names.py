@@ -28,6 +28,7 @@ _TRANSPORT_WORDS = (
     ("roce", "rdma"),
     ("rdma", "rdma"),
     ("verbs", "rdma"),
+    ("gib", "rdma"),  # Google Cloud's gIB: NCCL's IB-verbs plugin over RoCE (A3 Ultra, A4)
     ("net/ib", "rdma"),
     ("ib", "rdma"),
 )
@@ -52,6 +53,11 @@ def gpu_name(text: str, intra_hint: str = "") -> Mapped:
     nvlink = "nvlink" in _words(intra_hint) or "nvswitch" in _words(intra_hint)
     if not words:
         return Mapped(None, "GPU not stated")
+    if re.search(r"\bgb200\b", words):
+        return Mapped("gb200")
+    for part in ("b200", "h200", "h20", "t4"):
+        if re.search(rf"\b{part}\b", words):
+            return Mapped(part)
     if "h100" in words:
         if "pcie" in words or " nvl" in f" {words}":
             return Mapped(None, f"GPU {text!r}: only the SXM5 H100 is in the catalog")
@@ -106,8 +112,14 @@ def _usual_intra(gpu: str) -> str:
     return catalog._catalog().default_intra[catalog.device(gpu).id]
 
 
-#: network words -> catalog network (InfiniBand generations, AWS EFA)
+#: network words -> catalog network (InfiniBand generations, AWS EFA, Google Cloud's
+#: GPUDirect-TCPX(O) and the machine types that carry them: a3-highgpu TCPX, a3-megagpu TCPXO)
 _NETWORK_WORDS = (
+    ("tcpxo", "gcp-tcpxo"),
+    ("a3mega", "gcp-tcpxo"),
+    ("tcpx", "gcp-tcpx"),
+    ("a3high", "gcp-tcpx"),
+    ("xdr", "ib-xdr"),
     ("ndr", "ib-ndr"),
     ("hdr", "ib-hdr"),
     ("edr", "ib-edr"),
@@ -117,8 +129,10 @@ _NETWORK_WORDS = (
 
 
 def network_name(text: str) -> Mapped:
-    """The catalog network ``text`` names: an InfiniBand generation, AWS EFA, or an Ethernet
-    of a stated speed (``100gbe``, ``tcp100g``, ``roce 100G``, ``ec2-ena 100G``)."""
+    """The catalog network ``text`` names: an InfiniBand generation or speed (``ib 400G``), AWS
+    EFA, Google Cloud's GPUDirect-TCPX(O), or an Ethernet of a stated speed (``100gbe``,
+    ``tcp100g``, ``roce 100G``, ``ec2-ena 100G``, ``gcp-32gbe``: any speed, as the catalog's
+    stated-speed grammar takes it). ``ib`` alone is InfiniBand of unstated generation."""
     words = _words(text)
     if not words or words.startswith("none") or "single node" in words:
         return Mapped("none")
@@ -126,6 +140,9 @@ def network_name(text: str) -> Mapped:
         return Mapped(catalog.network(text.strip()).id)
     except Exception:
         pass
+    ib_speed = re.match(r"(?:ib|infiniband) (\d+)\s*g(?:b|bps|bit)?\b", words)
+    if ib_speed:
+        return Mapped(catalog.network(f"ib-{ib_speed[1]}").id)
     first = text.strip().lower().split()[0].strip("(),;")
     if first in catalog.inter_link_names():
         return Mapped(first)
@@ -134,11 +151,8 @@ def network_name(text: str) -> Mapped:
             return Mapped(name)
     ethernet = re.search(r"(\d+)\s*g(?:b|be|bps|bit)?\b", words)
     is_ethernet = any(w in words for w in ("gbe", "roce", "ena", "ethernet", "tcp"))
-    if ethernet and is_ethernet:
-        name = f"{ethernet[1]}gbe"
-        if name in catalog.inter_link_names():
-            return Mapped(name)
-        return Mapped(None, f"network {text!r}: {ethernet[1]} Gb/s Ethernet is not in the catalog")
+    if ethernet and is_ethernet:  # a catalogued speed, or any other as stated (32gbe)
+        return Mapped(catalog.network(f"{ethernet[1]}gbe").id)
     if words.split()[0] in ("ib", "infiniband"):
         return Mapped("ib")
     return Mapped(None, f"network {text!r}: no catalog network (speed or kind not stated)")
@@ -149,8 +163,8 @@ def transport_name(text: str) -> Mapped:
     words = f" {_words(text)} "
     if not words.strip():
         return Mapped(None, "transport not stated")
-    if "gpudirect tcpx" in words:
-        return Mapped(None, f"transport {text!r}: GPUDirect-TCPX(O) is not a modelled transport")
+    if "tcpx" in words:  # GPUDirect-TCPX(O): TCP with the payload in GPU memory (gcp-tcpx*)
+        return Mapped("tcp")
     for word, name in _TRANSPORT_WORDS:
         if f" {word} " in words or words.startswith(f" {word}"):
             return Mapped(name)

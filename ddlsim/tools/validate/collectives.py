@@ -55,8 +55,11 @@ COLUMNS = (
     "note",
 )
 REQUIRED = ("setup_id", "collective", "gpu", "size_bytes", "time_us", "busbw_GBps")
-#: collectives whose ddlsim cost is NCCL's (the rest are skipped)
-MODELLED = ("all_reduce",)
+#: nccl-tests' collective -> the communication model's operation (CommModel.time_s(nbytes, op));
+#: a row whose operation the model's ``ops`` lack is skipped with the reason
+OPS = {"all_reduce": "allreduce", "all_gather": "allgather", "reduce_scatter": "reducescatter"}
+#: collectives ddlsim validates (the rest are skipped)
+MODELLED = tuple(OPS)
 #: where a row gives no size: the large-message plateau is compared at this size
 PLATEAU_BYTES = GiB
 #: size bands of the summary: (name, low inclusive, high exclusive)
@@ -188,7 +191,7 @@ def read_collectives(path: str | Path) -> list[CollectiveRow]:
                     gpus_total=_int(cells.get("gpus_total", "")),
                     nodes=_int(cells.get("nodes", "")),
                     gpus_per_node=_int(cells.get("gpus_per_node", "")),
-                    nics_per_node=_int(cells.get("nics_per_node", "")),
+                    nics_per_node=_leading_int(cells.get("nics_per_node", "")),
                 )
             )
     except csv.Error as exc:
@@ -202,6 +205,12 @@ def _pos(cell: str) -> float | None:
     except ValueError:
         return None
     return value if math.isfinite(value) and value > 0 else None
+
+
+def _leading_int(cell: str) -> int | None:
+    """The count a cell starts with (``8 (assumed)`` -> 8; the note says what is assumed)."""
+    match = re.match(r"\s*(\d+)\b", cell)
+    return _int(match[1]) if match else None
 
 
 def _int(cell: str) -> int | None:
@@ -234,6 +243,7 @@ def map_setup(row: CollectiveRow) -> Setup:
         return Setup(None, intra.reason, "unknown-intra")
     notes: list[str] = []
     inter, transport = "none", None
+    nics = row.nics_per_node
     if nodes > 1:
         net = names.network_name(row.network)
         if net.name in (None, "none"):
@@ -242,10 +252,16 @@ def map_setup(row: CollectiveRow) -> Setup:
         if tr.name is None:
             return Setup(None, tr.reason, "unknown-transport")
         inter, transport = net.name, tr.name
+        if inter == UNSTATED_IB:
+            inter, reference_nics, note = _reference_infiniband(gpu.name)
+            if note:
+                notes.append(note)
+                if row.nics_per_node is None:
+                    nics = reference_nics
     version = names.nccl_version_text(row.nccl_version)
     if version is None:
         arch = catalog.device(gpu.name).arch
-        if arch not in ("ampere", "hopper"):
+        if arch not in ("ampere", "hopper", "blackwell"):
             return Setup(None, f"NCCL version not stated ({gpu.name}, {arch})", "no-nccl-version")
         version = DEFAULT_NCCL_VERSION
         notes.append(
@@ -259,18 +275,38 @@ def map_setup(row: CollectiveRow) -> Setup:
         "intra_node": intra.name,
         "inter_node": inter,
         "transport": transport,
-        "nics_per_node": row.nics_per_node or 1,
+        "nics_per_node": nics or 1,
         "nccl_version": str(NcclVersion.parse(version)),
         "algorithm": forced_algorithm(row.note),
     }
-    if nodes > 1 and row.nics_per_node is None:
+    if nodes > 1 and nics is None:
         notes.append("nics_per_node not stated: 1 assumed")
     return Setup(kwargs, notes=tuple(notes))
 
 
+#: the catalog's InfiniBand of unstated generation (FDR: the 2015-2018 papers' clusters)
+UNSTATED_IB = "ib"
+
+
+def _reference_infiniband(gpu: str) -> tuple[str, int | None, str]:
+    """InfiniBand of unstated generation on ``gpu``: the generation and NIC count of the GPU's
+    reference server where that is InfiniBand (an H100 cluster's InfiniBand is NDR, not the
+    FDR of 2016), with a note; else the catalog's ``ib`` and no note."""
+    network = catalog.reference_network(gpu)
+    if network is None or not network[0].startswith("ib-"):
+        return UNSTATED_IB, None, ""
+    name, nics = network
+    note = (
+        f"InfiniBand generation not stated: {name} of {gpu}'s reference server "
+        f"({nics} per node where the row states no count)"
+    )
+    return name, nics, note
+
+
 def comm_model(setup: dict[str, Any], network_calibration: Any = None) -> Any:
-    """The communication model predict would build for this setup (horovod-nccl): the system
-    and execution wings' resolvers, as ``prepare`` uses them."""
+    """The NCCL model predict would build for this setup, by the system and execution wings'
+    resolvers as ``prepare`` uses them: the sharded methods' (:mod:`ddlsim.comm.sharded`),
+    whose all-reduce is horovod-nccl's and which also costs all-gather and reduce-scatter."""
     from ddlsim.config.groups import SystemConfig
     from ddlsim.execution.strategy import Strategy
     from ddlsim.resolve.execution import resolve_comm
@@ -286,7 +322,9 @@ def comm_model(setup: dict[str, Any], network_calibration: Any = None) -> Any:
         nics_per_node=setup["nics_per_node"],
     )
     cluster = resolve_system(system, setup["gpu"], nccl=True, network=network_calibration)
-    strategy = Strategy(nccl_version=setup["nccl_version"], algorithm=setup["algorithm"])
+    strategy = Strategy(
+        comm="fsdp", nccl_version=setup["nccl_version"], algorithm=setup["algorithm"]
+    )
     return resolve_comm(strategy, cluster)
 
 
@@ -322,7 +360,15 @@ def validate_collectives(
         try:
             if row.setup_id not in models:
                 models[row.setup_id] = comm_model(setup.kwargs, network_calibration)
-            out.append(_predict(row, setup, models[row.setup_id]))
+            model = models[row.setup_id]
+            if OPS[row.collective] not in model.ops:
+                reason = (
+                    f"{model.name} costs {', '.join(model.ops)}, not {OPS[row.collective]} "
+                    f"({row.collective}) yet"
+                )
+                out.append(CollectiveResult(row, SKIPPED, "op-not-modelled", reason))
+                continue
+            out.append(_predict(row, setup, model))
         except DdlsimError as exc:
             out.append(CollectiveResult(row, SKIPPED, "predict-error", " ".join(str(exc).split())))
     return out
@@ -341,11 +387,12 @@ def _predict(row: CollectiveRow, setup: Setup, model: Any) -> CollectiveResult:
         measured = size * factor / (row.busbw_GBps * 1e9)
     else:
         return CollectiveResult(row, SKIPPED, "no-value", "neither time_us nor busbw_GBps")
-    predicted = model.time_s(size)
+    op = OPS[row.collective]
+    predicted = model.time_s(size, op)
     notes = setup.notes
     if basis == "plateau":
         notes = (*notes, "no size stated: the plateau bus bandwidth compared at 1 GiB")
     return CollectiveResult(
         row, PREDICTED, basis=basis, size_bytes=size, measured_s=measured,
-        predicted_s=predicted, label=model.label(size), notes=notes,
+        predicted_s=predicted, label=model.label(size, op), notes=notes,
     )  # fmt: skip

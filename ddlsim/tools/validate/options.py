@@ -9,6 +9,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+from ddlsim.comm.mpi import MpiRelease
 from ddlsim.config.groups import ExecutionConfig
 from ddlsim.engine.sync import DEFAULT_HOST_CONTENTION, DEFAULT_RANK_SIGMA, SyncTerms
 from ddlsim.errors import ConfigError, UnknownNameError
@@ -25,7 +26,9 @@ class ValidateOptions:
 
     Passed to :func:`ddlsim.predict`: ``engine``, ``fusion_threshold_mb``, ``cycle_time_ms``,
     ``rank_sigma``, ``host_contention``, ``interference``, ``nccl_version``,
-    ``horovod_version``. Cell fillers (each noted on the rows it fills):
+    ``horovod_version``, ``mpi`` (a row's own release cells win over these:
+    :mod:`ddlsim.tools.validate.stack_cells`). Cell fillers (each noted on the rows
+    it fills):
     ``assume_baseline_batch`` (an empty ``batch_per_gpu`` takes the baseline's),
     ``assume_batch`` (an empty ``batch_per_gpu`` that the baseline does not state either),
     ``assume_precision`` (an empty ``precision``), ``assume_inter_node`` and
@@ -44,6 +47,7 @@ class ValidateOptions:
     interference: bool = True
     nccl_version: str | None = None
     horovod_version: str | None = None
+    mpi: str | None = None
     assume_baseline_batch: bool = False
     assume_batch: int | None = None
     assume_precision: str | None = None
@@ -87,6 +91,8 @@ class ValidateOptions:
             knobs["nccl_version"] = self.nccl_version
         if self.horovod_version is not None:
             knobs["horovod_version"] = self.horovod_version
+        if self.mpi is not None:
+            knobs["mpi"] = str(MpiRelease.parse(self.mpi))
         if self.fusion_threshold_mb is not None:
             knobs["fusion_threshold_bytes"] = _finite(self.fusion_threshold_mb, "fusion") * MiB
         if self.cycle_time_ms is not None:
@@ -112,6 +118,7 @@ class ValidateOptions:
             "host_contention",
             "nccl_version",
             "horovod_version",
+            "mpi",
         ):
             value = getattr(self, name)
             if value is not None:

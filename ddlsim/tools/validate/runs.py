@@ -424,6 +424,19 @@ MAX_SEQ_LEN = 1 << 20
 MAX_TOKENS_PER_SEC = MAX_RUN_IMAGES_PER_SEC * 1000
 
 
+def _rounds_to(value: float, cell: str) -> bool:
+    """Whether ``value`` rounds or truncates to the number written in ``cell`` at its stated
+    digits (llm-foundry's table truncates: "2" samples/s beside its 96,203 tokens/s of
+    32,768-token sequences, 2.94)."""
+    text = cell.strip().replace(",", "")
+    decimals = len(text.split(".")[1].rstrip("0")) if "." in text else 0
+    try:  # a whole number written as "2.0" was a table's integer
+        written, step = float(text), 10.0**-decimals
+    except ValueError:
+        return False
+    return abs(value - written) <= 0.5 * step or written <= value < written + step
+
+
 def is_transformer_header(header: Sequence[str]) -> bool:
     """Whether a measured-runs header is the transformer schema's."""
     values = {"samples_per_sec", "tokens_per_sec"}
@@ -438,8 +451,10 @@ def transformer_run(cells: _Cells, line: int) -> Run:
     seq_len = cells.integer("seq_len", MAX_SEQ_LEN)
     samples = cells.number("samples_per_sec", MIN_IMAGES_PER_SEC, MAX_RUN_IMAGES_PER_SEC)
     tokens = cells.number("tokens_per_sec", MIN_IMAGES_PER_SEC, MAX_TOKENS_PER_SEC)
-    if samples is None and tokens is not None and seq_len is not None:
-        samples = tokens / seq_len
+    if tokens is not None and seq_len is not None:
+        from_tokens = tokens / seq_len
+        if samples is None or _rounds_to(from_tokens, cells.text("samples_per_sec")):
+            samples = from_tokens  # the same rate, with the tokens cell's more digits
     return Run(
         line=line,
         gpu=cells.text("gpu"),

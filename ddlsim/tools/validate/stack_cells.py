@@ -6,11 +6,13 @@
 - A stated release predict models is passed to it (``nccl_version`` for ``horovod-nccl``:
   NCCL 2.0-2.3 rings only, 2.4 trees, 2.5+ tuned; ``horovod_version`` for the Horovod methods:
   negotiation, fusion threshold and cycle time by release). The row's cell wins over the
-  ``--nccl-version`` / ``--horovod-version`` option, which fills the rows that state none.
+  ``--nccl-version`` / ``--horovod-version`` / ``--mpi`` option, which fills the rows that
+  state none.
 - A release the method uses but the row leaves empty is predicted with the option's or
   predict's default, and the row's notes say which.
-- ``framework_version`` and ``mpi`` are checked and noted; no modelled term depends on them yet
-  (an MPI model reads ``mpi`` with :func:`ddlsim.comm.mpi_library.parse_mpi`).
+- ``mpi`` (``openmpi-3.1.4``: :class:`ddlsim.comm.mpi.MpiRelease`) goes to predict for
+  ``horovod-mpi`` (the host's per-process reduction by implementation and release);
+  ``framework_version`` is checked and noted: no modelled term depends on it yet.
 - Each row is labelled by how much of the stack its method uses was stated
   (:data:`STACK_LABELS`), which the report groups by.
 """
@@ -22,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ddlsim.comm.mpi_library import parse_mpi
+from ddlsim.comm.mpi import DEFAULT_MPI, MpiRelease
 from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, NcclVersion
 from ddlsim.errors import ConfigError
 from ddlsim.execution.horovod import DEFAULT_HOROVOD_VERSION, horovod_release
@@ -37,6 +39,7 @@ STACK_LABELS = (STATED, PARTLY, ASSUMED, NOT_USED)
 _MODELLED: dict[str, tuple[tuple[str, ...], str]] = {
     "nccl_version": (("horovod-nccl",), DEFAULT_NCCL_VERSION),
     "horovod_version": (("horovod-nccl", "horovod-mpi", "horovod-gloo"), DEFAULT_HOROVOD_VERSION),
+    "mpi": (("horovod-mpi",), DEFAULT_MPI),
 }
 _FRAMEWORK_VERSION = re.compile(r"\d+\.\d+(?:\.\d+)?(?:[a-z+][\w.+-]*)?", re.IGNORECASE)
 
@@ -51,7 +54,7 @@ _CHECKS: dict[str, Callable[[str], object]] = {
     "nccl_version": NcclVersion.parse,
     "horovod_version": horovod_release,
     "framework_version": _framework_version,
-    "mpi": parse_mpi,
+    "mpi": MpiRelease.parse,
 }
 
 
@@ -94,7 +97,7 @@ def stack_plan(run: Run, comm: str, options: ValidateOptions) -> StackPlan:
         cell, option = getattr(run, column), getattr(options, column)
         if cell:
             stated += 1
-            kwargs[column] = cell
+            kwargs[column] = str(MpiRelease.parse(cell)) if column == "mpi" else cell
         elif option is not None:
             notes.append(f"{column} not stated: {option} assumed (--{_flag(column)})")
         else:
@@ -104,8 +107,6 @@ def stack_plan(run: Run, comm: str, options: ValidateOptions) -> StackPlan:
             f"framework_version {run.framework_version} stated: no release-specific term of "
             f"{run.framework or 'the framework'} is modelled"
         )
-    if run.mpi and comm == "horovod-mpi":
-        notes.append(f"mpi {parse_mpi(run.mpi)} stated: the horovod-mpi model does not use it yet")
     if not used:
         label = NOT_USED
     else:

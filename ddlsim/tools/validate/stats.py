@@ -45,6 +45,8 @@ SINGLE_STACK_GROUP = "single_gpu_by_gpu_precision_framework"
 
 def run_nodes(run: Run) -> int:
     """The nodes a row runs on, as predicted: predict's default node size where not stated."""
+    if run.gpus_per_node:
+        return -(-run.gpus // run.gpus_per_node)
     system = SystemConfig(gpus=run.gpus, gpu=run.gpu, gpus_per_node=run.gpus_per_node)
     return resolve_system(system, run.gpu).n_nodes
 

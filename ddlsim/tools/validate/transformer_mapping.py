@@ -26,6 +26,8 @@ assumption) hold. What is the transformer schema's own:
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Any
 
 from ddlsim.compute.gemm import check_precision
@@ -49,8 +51,18 @@ from ddlsim.tools.validate.options import ValidateOptions
 from ddlsim.tools.validate.runs import Run
 from ddlsim.workload.zoo.aliases import canonical
 
-#: ``comm`` values of sharded data parallelism (not modelled yet)
-SHARDED_COMMS = ("fsdp", "zero1")
+#: a RoCE row's per-node rate as its source states it (llm-foundry: "1600 Gbps node-node
+#: interconnect (RoCE)"), carried by 200 GbE NICs (the 8 x 200 Gb/s of an A100 server)
+ROCE_RATE = re.compile(r"(\d+)\s*Gbps node-node interconnect \(RoCE\)")
+ROCE_NIC_GBPS = 200
+#: the FlashAttention release a source's runs used, where the source's stack fixes it:
+#: llm-foundry's benchmark tables (2023-07, 2024-01) ran its ``gpu`` install extra, flash-attn
+#: 1.0.x (FlashAttention 2 was the opt-in ``gpu-flash2`` extra); their attention cost bears it
+#: out: about 150-165 TFLOP/s (6N + 12·L·d·s convention) on A100 and 245-290 on H100, the rates
+#: of FlashAttention 1, half those of FlashAttention 2 on A100 (docs/design.md)
+FLASH_VERSION_OF_SOURCE = {"MOSAIC_LLMF_2307": "1", "MOSAIC_LLMF_2401": "1"}
+#: GPUs on one HGX / DGX baseboard (the node a multi-node row's GPUs fill when unstated)
+BOARD_GPUS = 8
 #: what a note says of an ``other`` row whose exchange is one flat all-reduce of the gradients
 FLAT_ALLREDUCE = ("Paddle Fleet collective", "ZeRO stage 0", "flat all-reduce", "flat-gradient")
 #: framework column spellings -> predict's framework
@@ -64,14 +76,15 @@ VARIANT_OPTIONS: dict[str, dict[str, Any]] = {
     "tf32": {"tf32": True},
     "bf16": {},
     "fp8": {},
+    "full_shard": {"sharding": "full_shard"},
+    "shard_grad_op": {"sharding": "shard_grad_op"},
+    "fsdp-mp-pure": {"fsdp_precision": "pure"},
 }
 GRAD_ACCUM = "grad-accum-"
 
 
 def _row_skip(run: Run, options: ValidateOptions) -> RowPlan | None:
     """The reason a row is not predicted before its mapping (names, flags, kind), or None."""
-    if run.comm in SHARDED_COMMS:
-        return _skip("sharded", f"comm {run.comm!r}: sharded data parallelism is not modelled")
     if not run.gpu:
         return _skip("gpu-ambiguous", "gpu empty: the source contradicts itself on the GPU")
     try:
@@ -80,6 +93,8 @@ def _row_skip(run: Run, options: ValidateOptions) -> RowPlan | None:
         return RowPlan(None, code=UNKNOWN_NAME, reason=f"column 'model': {exc}", column="model")
     for column, lookup in _CATALOG_NAMES.items():
         value = getattr(run, column)
+        if column == "inter_node" and _stated_roce(run):
+            continue  # read from the note (_stated_roce)
         if value and value != "none":
             try:
                 lookup(value)
@@ -162,6 +177,16 @@ def _not_runnable(run: Run, kwargs: dict[str, Any]) -> str | None:
     return None
 
 
+def _stated_roce(run: Run) -> dict[str, Any]:
+    """A ``roce`` row's network as its note states it: the per-node rate over 200 GbE NICs
+    with RDMA (nothing for other rows)."""
+    match = ROCE_RATE.search(run.note) if run.inter_node == "roce" else None
+    if match is None:
+        return {}
+    nics = max(1, int(match[1]) // ROCE_NIC_GBPS)
+    return {"inter_node": "200gbe", "nics_per_node": nics, "transport": "rdma"}
+
+
 def plan_transformer_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPlan:
     """Map a transformer row onto predict's keyword arguments, or say why it cannot be."""
     skip = _row_skip(run, options)
@@ -170,11 +195,24 @@ def plan_transformer_row(run: Run, index: BaselineIndex, options: ValidateOption
     comm, comm_note = _comm(run)
     if comm is None:
         return _skip("comm-not-modelled", comm_note)
+    board_note = ""
+    if run.gpus_per_node is None and run.gpus > BOARD_GPUS:  # spans nodes, their size unstated
+        run = replace(run, gpus_per_node=BOARD_GPUS)
+        board_note = (
+            f"gpus_per_node not stated: {BOARD_GPUS} assumed (an HGX / DGX board holds at most "
+            f"{BOARD_GPUS} GPUs, so {run.gpus} span nodes)"
+        )
+    if not run.intra_node and run.gpus_per_node == 16 and run.gpu.startswith("v100"):
+        run = replace(run, intra_node="nvswitch", gpu="v100-sxm3")  # the 16-V100 board
+        board_note = (
+            "GPU and intra_node not stated: 16 V100 in one node are a DGX-2 / HGX-2 (32 GB "
+            "V100 SXM3 on NVSwitch)"
+        )
     network = assume_network(run, options)
     if isinstance(network, RowPlan):
         return network
     run, network_assumed = network
-    notes = [n for n in (comm_note, network_assumed) if n]
+    notes = [n for n in (comm_note, board_note, network_assumed) if n]
     numerics, unmapped = numerics_kwargs(run)
     problem = _not_runnable(run, numerics)
     if problem is not None:
@@ -192,8 +230,16 @@ def plan_transformer_row(run: Run, index: BaselineIndex, options: ValidateOption
             return _skip("suspect-baseline", reason, baseline)
     if unmapped:
         notes.append(f"variant not mapped: {', '.join(unmapped)}")
+    if "flash-attn" in run.variant and run.source_id in FLASH_VERSION_OF_SOURCE:
+        numerics["flash_version"] = FLASH_VERSION_OF_SOURCE[run.source_id]
+    if comm == "fsdp" and "fsdp-mp-pure" not in run.variant:
+        numerics["fsdp_precision"] = "default"  # Composer's preset, the tables' MP DEFAULT
+    if comm not in ("fsdp",):
+        numerics.pop("sharding", None)
+        numerics.pop("fsdp_precision", None)
     framework = FRAMEWORK_NAMES.get(run.framework, run.framework)
     kwargs = cluster_kwargs(run, comm, baseline, options)
+    kwargs.update(_stated_roce(run))
     kwargs.update(model=canonical(run.model), batch=run.batch_per_gpu, seq_len=run.seq_len)
     kwargs.update(numerics)
     if framework in FRAMEWORKS:  # else predict's default stack (the anchor carries the speed)

@@ -223,6 +223,9 @@ class TransformerConfig:
     speech: SpeechFrontEnd | None = None
     patch: PatchEmbedding | None = None
     dropout: float = 0.1
+    #: the learned position table is sized to the run's sequence length (llm-foundry's
+    #: ``max_seq_len``), so a given ``seq_len`` resizes it instead of exceeding it
+    positions_follow_seq: bool = False
     source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:

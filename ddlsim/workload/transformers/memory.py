@@ -1,7 +1,7 @@
 """The GPU memory a transformer's data-parallel training step needs, by part.
 
-Every rank holds the whole model under data parallelism (ZeRO / FSDP shard it: a later
-strategy), so per GPU:
+Under plain data parallelism every rank holds the whole model; sharded methods split it
+(:class:`ShardedState`, the ZeRO paper's Fig. 1 per stage). Per GPU:
 
 - **parameters, gradients, optimizer state**: mixed precision with Adam keeps fp16 weights
   (2 bytes a parameter) and gradients (2), an fp32 master copy (4) and two fp32 moments (8):
@@ -49,6 +49,8 @@ class Memory:
     logits_bytes: float
     reserve_bytes: float
     capacity_bytes: float
+    #: how a sharded method splits the state (:attr:`ShardedState.stage`; None: it does not)
+    sharded_stage: int | str | None = None
 
     @property
     def total_bytes(self) -> float:
@@ -77,6 +79,50 @@ class Memory:
             "capacity": self.capacity_bytes,
         }
         return {**{f"{k}_GB": v / 1e9 for k, v in parts.items()}, "fits": self.fits}
+
+
+@dataclass(frozen=True)
+class ShardedState:
+    """How a sharded method splits the model state over ``shards`` GPUs (Rajbhandari et al.
+    2020, Fig. 1; FSDP's flat parameters): ``stage`` 1 shards the optimizer state (with the
+    fp32 master), 2 the gradients too, 3 the parameters too (ZeRO-3, FSDP ``FULL_SHARD`` /
+    ``HYBRID_SHARD``); ``shard_grad_op`` is stage 3 whose gathered parameters stay from
+    forward to backward; 0 shards nothing (FSDP ``NO_SHARD``). A stage-3 step also holds the
+    units gathered in flight, ``in_flight_units`` of ``unit_params`` parameters at
+    ``param_bytes`` (the one computing and the prefetched), one unit's unsharded gradient, and
+    the root unit (embedding, head: ``root_params``) the whole step; ``buffer_bytes`` is the
+    framework's own reduction buffer (DeepSpeed's contiguous-gradient bucket)."""
+
+    stage: int | str
+    shards: int
+    unit_params: int = 0
+    root_params: int = 0
+    param_bytes: int = 2
+    in_flight_units: int = 3
+    buffer_bytes: float = 0.0
+
+
+def sharded_state(
+    sh: ShardedState, n_params: int, p: int, mixed: bool, state_bytes: int
+) -> tuple[float, float, float, float]:
+    """(parameters, gradients, optimizer state, buffers) bytes per GPU under ``sh``, ``p``
+    bytes per working parameter and gradient, an fp32 master copy under ``mixed``."""
+    n = sh.shards
+    master = 4 if mixed else 0
+    weights, grads = n_params * p, n_params * p
+    optimizer = n_params * (master + state_bytes)  # the master travels with the state
+    if sh.stage == 0:
+        return weights, grads, optimizer, grads
+    optimizer /= n
+    if sh.stage in (2, 3, "shard_grad_op"):
+        grads /= n
+    if sh.stage in (3, "shard_grad_op"):
+        gathered = sh.in_flight_units * sh.unit_params + sh.root_params
+        if sh.stage == "shard_grad_op":  # every unit stays gathered from forward to backward
+            gathered = n_params
+        weights = weights / n + gathered * sh.param_bytes
+        grads += sh.unit_params * p  # the unit whose gradient is being reduced
+    return weights, grads, optimizer, sh.buffer_bytes
 
 
 def block_activation_bytes(
@@ -117,15 +163,21 @@ def memory(
     checkpointing: bool,
     exchange: str,
     fusion_bytes: float = 0.0,
+    sharded: ShardedState | None = None,
 ) -> Memory:
     """Bytes per GPU of ``cfg``'s data-parallel step for ``b`` sequences of ``s`` tokens:
     ``mixed`` precision or fp32; ``exchange`` ``ddp`` (bucket copies), ``horovod`` (one fusion
-    buffer of ``fusion_bytes``) or another method (none)."""
+    buffer of ``fusion_bytes``) or another method (none); ``sharded``: how a sharded method
+    splits the state (:func:`sharded_state`)."""
     p = 2 if mixed else 4
     weights = n_params * (p + (4 if mixed else 0))  # the fp32 master under mixed precision
     grads = n_params * p
     state = n_params * STATE_BYTES.get(optimizer, 8)
     buffers = grads if exchange == "ddp" else fusion_bytes if exchange == "horovod" else 0.0
+    if sharded is not None:
+        weights, grads, state, buffers = sharded_state(
+            sharded, n_params, p, mixed, STATE_BYTES.get(optimizer, 8)
+        )
     per_block = block_activation_bytes(cfg, b, s, p, flash=flash)
     blocks = cfg.layers + cfg.decoder_layers
     if checkpointing:  # each block's input, and one block's whole set during its recompute
@@ -138,5 +190,6 @@ def memory(
     if cfg.head in ("lm", "mlm"):
         logits = b * s * cfg.vocab * (p + 4)  # the logits and their fp32 softmax / gradient
     return Memory(
-        weights, grads, state, buffers, activations, logits, RESERVE_BYTES, capacity_bytes
-    )
+        weights, grads, state, buffers, activations, logits, RESERVE_BYTES, capacity_bytes,
+        None if sharded is None else sharded.stage,
+    )  # fmt: skip

@@ -68,11 +68,12 @@ def _mpt(name: str, layers: int, hidden: int, heads: int) -> TransformerConfig:
         max_positions=2048,
         fused_qkv=True,
         dropout=0.0,
+        positions_follow_seq=True,
         **_CAUSAL_LM,
         source=f"llm-foundry scripts/train/yamls/pretrain/{name}.yaml (d_model, n_heads, n_layers, "
         "expansion_ratio 4, vocab 50368, max_seq_len) over MPTConfig defaults (llm-foundry 0.10 "
-        "configuration_mpt.py: biases on, learned positions, tied); set max_positions to the "
-        "run's max_seq_len",
+        "configuration_mpt.py: biases on, learned positions, tied); max_positions follows the "
+        "run's max_seq_len (--seq-len)",
     )
 
 
