@@ -160,3 +160,11 @@ def test_cli_flags(capsys) -> None:
     assert "mixup" in capsys.readouterr().err
     assert main([*argv, "--input-workers", "0"]) == 2
     assert "input workers" in capsys.readouterr().err
+
+
+def test_a_model_without_an_image_input_is_charged_the_reference_crop() -> None:
+    assert ip.image_pixels((299, 299, 3)) == 299 * 299
+    assert ip.image_pixels((512, 1, 1)) == 224 * 224  # a transformer's tokens
+    assert ip.thread_seconds_per_image("crop-flip", ip.image_pixels((512, 1, 1))) == (
+        pytest.approx(1 / ip.REFERENCE_IMAGES_PER_S_PER_THREAD)
+    )

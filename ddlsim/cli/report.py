@@ -116,7 +116,7 @@ def _input_line(inputs: dict) -> list[str]:
         why = "--host-input-rate"
     else:
         kind = inputs.get("preprocessing_kind") or "crop-flip"
-        why = f"{kind} on the host's cores; --host-input-rate"
+        why = f"estimate: {kind} on the host's threads; --host-input-rate"
     return [f"    input          host decode {rate:,.0f} images/s per node ({why})"]
 
 

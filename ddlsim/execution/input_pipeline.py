@@ -67,6 +67,14 @@ HOST_COMM_METHODS = (
 SINGLE_PROCESS_METHODS = ("ps", "replicated-nccl", "replicated-cpu", "distributed-replicated")
 
 
+def image_pixels(input_shape: tuple[int, ...]) -> int:
+    """The crop's pixels of a model reading (H, W, 3) images; a model whose input is not an
+    image (a transformer's tokens) is charged the reference crop, 224 x 224."""
+    if len(input_shape) == 3 and input_shape[2] == 3:
+        return input_shape[0] * input_shape[1]
+    return _PIXELS[0]
+
+
 def preprocessing_kind(choice: str, model: str) -> str:
     """``choice``, or for ``auto`` the model family's: AutoAugment for the EfficientNets
     (their published recipes), crop-and-flip otherwise."""

@@ -180,9 +180,8 @@ def host_input_s(
         raise ConfigError(
             f"device {cluster.device.id!r} states no host CPU threads; pass the host input rate"
         )
-    h, w, _ = workload.model.input_shape
     kind = ip.preprocessing_kind(x.preprocessing, workload.model.name)
-    thread_s = ip.thread_seconds_per_image(kind, h * w)
+    thread_s = ip.thread_seconds_per_image(kind, ip.image_pixels(workload.model.input_shape))
     processes = ip.processes_per_node(strategy.comm, cluster.local_gpus)
     decode = ip.decode_threads(threads, processes, x.input_workers)
     decode_s = ip.host_batch_s(images, thread_s, decode)
