@@ -28,7 +28,7 @@ pipeline").
   shared out.
 - **Host communication competes for the cores** (issue 32 item 6, the CPU-worker no-overlap
   rule extended): a method whose exchange runs on the host (MPI, Gloo, gRPC, BytePS's servers,
-  TensorFlow's CPU aggregation, NCCL's socket proxy) keeps one core per GPU's stream busy while
+  TensorFlow's CPU aggregation, NCCL's socket proxy) keeps one thread per GPU's stream busy while
   it runs, so a host that is decoding does that work instead of decoding: the host's time per
   batch is (decode thread-seconds + k x exchange time) / threads. When the GPUs are faster than
   the host this adds to the step; otherwise the pipeline still runs ahead and it costs nothing.
