@@ -22,6 +22,7 @@ from ddlsim.config.groups import JobConfig, SimulationConfig, SystemConfig, job
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
 from ddlsim.execution.dag import build_dag
+from ddlsim.execution.input_pipeline import preprocessing_kind
 from ddlsim.execution.strategy import Strategy
 from ddlsim.resilience.analysis import ResilienceResult, from_prediction
 from ddlsim.resolve.execution import resolve_comm
@@ -232,6 +233,9 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
     if strategy.host_decodes_input:
         per_node = strategy.batch_per_gpu * cluster.local_gpus
         inputs["host_input_images_per_s"] = per_node / setup.input_time_s
+        inputs["preprocessing_kind"] = preprocessing_kind(
+            job.execution.preprocessing, workload.model.name
+        )
     return inputs
 
 

@@ -428,11 +428,13 @@ def test_text_report_shows_the_input_stall_with_real_data(
 def test_text_report_names_the_host_decode_rate_and_its_origin(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """Real data on the host: the node's decode rate is an assumption, said as one; a DGX-1
-    (80 host threads in the catalog) gets 80 x 100 images/s unless --host-input-rate is given."""
+    """Real data on the host: the node's decode rate is an assumption, said as one with its
+    preprocessing kind; a DGX-1 (80 host threads in the catalog) gets 80 x 100 images/s of
+    crop-and-flip unless --host-input-rate is given."""
     base = ("--model", "resnet50", "--gpu", "p100", "--gpus", "8", "--data", "real")
     _, report, _ = run_predict(capsys, *base)
-    assert "host decode 8,000 images/s per node (estimate: 80 host threads x 100;" in report
+    expected = "host decode 8,000 images/s per node (estimate: crop-flip on the host's threads;"
+    assert expected in report
     _, report, _ = run_predict(capsys, *base, "--host-input-rate", "12500")
     assert "host decode 12,500 images/s per node (--host-input-rate)" in report
     for argv in (base[:-2], (*base, "--input-pipeline", "dali")):

@@ -104,11 +104,11 @@ def test_the_modern_runs_validation(cli):
     code, out, _ = cli("validate", str(REPO / "traces/measured/runs_modern.csv"))
     assert code == 0
     groups = {line.split()[0]: line.split()[1:4] for line in out.splitlines() if line[:2] == "  "}
-    assert groups["ddp"][:2] == ["185", "4.8%"]
-    quoted("the DDP rows 4.8% (185)")
+    assert groups["ddp"][:2] == ["185", "5.0%"]
+    quoted("rows 5.0% (185)")
     total = next(line for line in out.splitlines() if line.startswith("all predicted rows"))
-    assert total.split()[3:5] == ["207", "4.9%"] and total.split()[7] == "-0.9%"
-    quoted("207 predicted with the compute anchored, MAPE 4.9% (bias -0.9%)")
+    assert total.split()[3:5] == ["207", "5.0%"] and total.split()[7] == "-1.1%"
+    quoted("207 predicted with the compute anchored, MAPE 5.0% (bias -1.1%)")
 
 
 def test_the_modern_runs_absolute_groups(cli):

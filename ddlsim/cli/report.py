@@ -9,7 +9,6 @@ from ddlsim.api import Prediction
 from ddlsim.cli.report_failures import failure_lines
 from ddlsim.cli.report_transformer import transformer_lines
 from ddlsim.config.track_record import format_absolute_line, format_line
-from ddlsim.resolve.prepare import HOST_DECODE_IMAGES_PER_S_PER_THREAD
 from ddlsim.workload.ttt import format_duration
 
 #: how fp32 ran, where TF32 is in play (inputs["tf32"]; None elsewhere)
@@ -124,8 +123,8 @@ def _input_line(inputs: dict) -> list[str]:
     if (inputs.get("predict_kwargs") or {}).get("host_input_images_per_s") is not None:
         why = "--host-input-rate"
     else:
-        per_thread = HOST_DECODE_IMAGES_PER_S_PER_THREAD
-        why = f"estimate: {rate / per_thread:.0f} host threads x {per_thread:g}; --host-input-rate"
+        kind = inputs.get("preprocessing_kind") or "crop-flip"
+        why = f"estimate: {kind} on the host's threads; --host-input-rate"
     return [f"    input          host decode {rate:,.0f} images/s per node ({why})"]
 
 

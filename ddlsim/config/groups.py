@@ -93,7 +93,7 @@ else:
     (None: the GPU's usual server, InfiniBand EDR between nodes), the ``transport`` (None: the
     network's usual one, or what NCCL picks), ``nics_per_node`` NICs per node (multi-rail:
     their bandwidth adds up) and ``host_input_images_per_s``, what one node's host CPUs decode
-    per second with real data (None: the server's hardware threads x 100).
+    per second with real data (None: the estimate of :mod:`ddlsim.execution.input_pipeline`).
     ``network_calibration`` is a file of ``ddlsim calibrate network``: its fitted link terms
     replace the catalog's on the network (and fabric) it measured
     (:func:`ddlsim.calibration.network.apply`). ``node_mtbf_hours`` is each node's mean time
@@ -107,7 +107,8 @@ else:
         """How the framework trains: the gradient-exchange ``comm`` method; parameter servers
     (``n_ps`` tasks, None: the method's default; ``ps_colocated`` on the worker nodes;
     ``ps_placement`` of the variables, cpu or gpu); who decodes real data (``input_pipeline``:
-    the host or NVIDIA DALI on the GPUs); Horovod's release (its negotiation and the defaults
+    the host or NVIDIA DALI on the GPUs; for the host, the ``preprocessing`` each image costs and
+    the decode ``input_workers`` per process); Horovod's release (its negotiation and the defaults
     of ``fusion_threshold_mb`` = ``HOROVOD_FUSION_THRESHOLD`` and ``cycle_time_ms`` =
     ``HOROVOD_CYCLE_TIME``), ``response_cache``, ``hierarchical`` allreduce and fp16 gradient
     compression; NCCL's release and ``NCCL_ALGO`` / ``NCCL_PROTO`` (``auto``: what that

@@ -29,6 +29,7 @@ from ddlsim.config.groups import (
 from ddlsim.config.knob import BATCH_MAX, GPUS_MIN
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
 from ddlsim.errors import ConfigError
+from ddlsim.execution import input_pipeline as ip
 from ddlsim.execution.dag import DiGraph, build_dag
 from ddlsim.execution.horovod import Coordination
 from ddlsim.execution.strategy import Strategy
@@ -49,12 +50,6 @@ from ddlsim.workload.zoo import get_model
 if TYPE_CHECKING:  # annotations: the transformer modules load only for a transformer job
     from ddlsim.workload.transformers.config import TransformerConfig
     from ddlsim.workload.transformers.memory import Memory
-
-#: images/s one hardware thread of the host CPU decodes and augments (ImageNet JPEG, random crop,
-#: resize, flip; Broadwell-class Xeon, tf.data or the framework's reader). Only used for real
-#: data decoded on the host (no DALI). An estimate, see docs/design.md ("Input pipeline"): it is
-#: the rate implied by the input-bound measured rows (DGX-1, 80 threads: 7,105-7,887 img/s).
-HOST_DECODE_IMAGES_PER_S_PER_THREAD = 100.0
 
 
 @dataclass(frozen=True)
@@ -124,9 +119,9 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
         compute = resolve_compute(w, x, get_model(names.model), names, cluster, strategy)
     workload = compute.workload
     comm_model = resolve_comm(strategy, cluster, workload.tensor_bytes(strategy.grad_dtype))
-    node_rate = host_input_rate(cluster, s.host_input_images_per_s)
-    per_node = names.batch * cluster.local_gpus
-    input_s = per_node / node_rate if strategy.host_decodes_input else 0.0
+    input_s = 0.0
+    if strategy.host_decodes_input:
+        input_s = host_input_s(cluster, strategy, workload, comm_model, s, x)
     dag = build_dag(
         workload,
         strategy,
@@ -183,14 +178,40 @@ def _cnn_only(names: Names, x: ExecutionConfig) -> None:
         )
 
 
-def host_input_rate(cluster: Cluster, override: float | None) -> float:
-    """Images/s one node's host CPUs decode (real data without DALI): ``override``, else the
-    node's hardware threads x :data:`HOST_DECODE_IMAGES_PER_S_PER_THREAD`."""
-    if override is not None:
-        return float(override)
+def host_input_s(
+    cluster: Cluster,
+    strategy: Strategy,
+    workload: Workload,
+    comm: CommModel,
+    s: SystemConfig,
+    x: ExecutionConfig,
+) -> float:
+    """Seconds one node's host needs per batch of real data
+    (:mod:`ddlsim.execution.input_pipeline`): the given rate (``--host-input-rate``), else the
+    images' decode on the host's cores (at most the processes' workers), the exchange's host
+    work competing for the same cores."""
+    images = strategy.batch_per_gpu * cluster.local_gpus
+    if s.host_input_images_per_s is not None:
+        return images / float(s.host_input_images_per_s)
     threads = cluster.device.host_cpu_threads
     if threads < 1:
         raise ConfigError(
             f"device {cluster.device.id!r} states no host CPU threads; pass the host input rate"
         )
-    return threads * HOST_DECODE_IMAGES_PER_S_PER_THREAD
+    kind = ip.preprocessing_kind(x.preprocessing, workload.model.name)
+    thread_s = ip.thread_seconds_per_image(kind, ip.image_pixels(workload.model.input_shape))
+    processes = ip.processes_per_node(strategy.comm, cluster.local_gpus)
+    decode = ip.decode_threads(threads, processes, x.input_workers)
+    decode_s = ip.host_batch_s(images, thread_s, decode)
+    k = ip.host_comm_threads(
+        strategy.comm, cluster.transport, cluster.n_nodes > 1, cluster.local_gpus
+    )
+    comm_s = _exchange_s(comm, workload.model.grad_bytes(strategy.grad_dtype)) if k else 0.0
+    return max(decode_s, ip.host_batch_s(images, thread_s, threads, k, comm_s))
+
+
+def _exchange_s(comm: CommModel, nbytes: float) -> float:
+    """Closed-form seconds of one iteration's exchange of ``nbytes`` of gradients: every
+    operation the method performs, its shards (channels) side by side."""
+    share = nbytes / comm.n_channels()
+    return sum(comm.time_s(share, op, 0) for op in comm.ops)

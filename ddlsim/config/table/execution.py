@@ -36,12 +36,19 @@ from ddlsim.config.knob import (
     nccl_call,
 )
 from ddlsim.execution.horovod import DEFAULT_HOROVOD_VERSION, horovod_release
+from ddlsim.execution.input_pipeline import PREPROCESSING_CHOICES
 from ddlsim.execution.schedules import DEFAULT_PARTITION_BYTES, SCHEDULES
 from ddlsim.execution.strategy import INPUT_PIPELINES
 from ddlsim.resilience import config as rc
 from ddlsim.units import MiB
 
 _MINUTE = rc.MINUTE_S
+#: real data decoded by the host (not synthetic, not DALI)
+_HOST_DECODES = Applies(
+    lambda c: c.get("data") == "real" and c.get("input_pipeline") == "host",
+    "it applies to --data real decoded by the host",
+    ("data", "input_pipeline"),
+)
 #: the execution group's knobs, in field order
 ROWS: tuple[Knob, ...] = (
     Knob(
@@ -159,6 +166,33 @@ ROWS: tuple[Knob, ...] = (
         choices=lambda: INPUT_PIPELINES,
         sweep=False,
         applies=Applies(lambda c: c.get("data") == "real", "it applies to --data real", ("data",)),
+    ),
+    Knob(
+        "preprocessing",
+        "execution",
+        "auto",
+        "str",
+        "--preprocessing",
+        "real data decoded by the host: what each image costs its cores (crop-flip, inception "
+        "colour distortions, autoaugment; auto: autoaugment for EfficientNets, else crop-flip)",
+        check=Vocabulary("preprocessing", lambda: PREPROCESSING_CHOICES),
+        choices=lambda: PREPROCESSING_CHOICES,
+        sweep=False,
+        applies=_HOST_DECODES,
+    ),
+    Knob(
+        "input_workers",
+        "execution",
+        None,
+        "int | None",
+        "--input-workers",
+        "real data decoded by the host: decode workers (cores) per training process, e.g. "
+        "PyTorch's DataLoader num_workers (default: the node's cores shared out)",
+        check=optional(Range("input workers", 1, 4096, integer=True)),
+        parse="int",
+        metavar="N",
+        sweep=False,
+        applies=_HOST_DECODES,
     ),
     Knob(
         "horovod_version",

@@ -130,7 +130,7 @@ ROWS: tuple[Knob, ...] = (
         "float | None",
         "--host-input-rate",
         "real data: images/s one node's host CPUs decode (default: the reference server's "
-        "hardware threads x 100)",
+        "hardware threads x 100 for crop-flip at 224 px, scaled by --preprocessing)",
         check=optional(
             Range(
                 "host input rate",
