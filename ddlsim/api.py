@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -226,6 +227,7 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
         "interference": options.interference,
     }
     inputs.update(record(job, setup))
+    inputs["one_gpu_nodes"] = one_gpu_nodes(inputs["predict_kwargs"], inputs)
     inputs["network_calibration"] = netcal_file.inputs_of(job.system.network_calibration)
     in_play = tf32_applies(cluster.device, strategy.precision)
     inputs["tf32"] = bool(job.workload.tf32) if in_play else None
@@ -237,6 +239,23 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
             job.execution.preprocessing, workload.model.name
         )
     return inputs
+
+
+def one_gpu_nodes(given: Mapping[str, Any], resolved: Mapping[str, Any]) -> str | None:
+    """What ``--intra-node none`` made of several GPUs with no ``--gpus-per-node`` (``given``:
+    the job's keywords; ``resolved``: its inputs or a sweep row): the fabric connects no GPUs,
+    so each GPU is a node of its own over the network (no host, PCIe switch or NIC shared with
+    another GPU); None otherwise."""
+    if given.get("intra_node") != "none" or given.get("gpus_per_node") is not None:
+        return None
+    gpus = resolved.get("n_gpus", resolved.get("gpus", 1))
+    nodes = resolved.get("nodes", gpus)
+    if resolved.get("intra_node") != "none" or not gpus or nodes <= 1:
+        return None
+    return (
+        f"one GPU per node: the {gpus} GPUs became {nodes} nodes x 1 GPU over "
+        f"{resolved.get('inter_node')}, no host or NIC shared between GPUs"
+    )
 
 
 def _user_calibration(setup: Setup) -> dict[str, Any]:

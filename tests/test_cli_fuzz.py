@@ -6,8 +6,9 @@ tiny -- 1e308, 1e-308, 5e-324 --, not numbers, unknown names, 300 characters), i
 random contents (empty, truncated, binary, another file's schema, absurd values in the right
 schema, missing, a folder, a name longer than the file system takes) and output paths of every
 kind (a new file, a missing folder, a wrong extension, a folder, a FIFO, an existing file, a
-name too long, a path too long, ``-``), and whether SIGTERM or SIGINT arrives while the command
-writes its output. Whatever it draws:
+name too long, a path too long, a legal 250-character name, a trailing slash, ``-``); an
+input may also be a FIFO (refused at once, never opened) or start with a byte-order mark,
+and whether SIGTERM or SIGINT arrives while the command writes its output. Whatever it draws:
 
 - no traceback, and the exit code is 0, 2, 130 (SIGINT) or 143 (SIGTERM);
 - a failure is one line on stderr (``ddlsim: error: ...``, ``ddlsim: interrupted``,
@@ -74,6 +75,8 @@ INPUTS = {
 OUTPUTS = ("output", "plot")
 #: a file-name component longer than NAME_MAX (255), and a path longer than PATH_MAX (4096)
 LONG_NAME = "n" * 300
+#: the longest legal file-name component here (NAME_MAX): a name of it must be writable
+MAX_NAME = 250
 LONG_PATH = "/".join(["d" * 200] * 25)
 #: what each kind of input file holds when its values are absurd (the right schema)
 ABSURD = {
@@ -184,6 +187,7 @@ def invocations(draw, path: tuple[str, ...]):
         def one(draw2):
             name = f"in{len(inputs)}"
             kinds = ["valid"] * 4 + ["empty", "truncated", "binary", "other", "missing", "dir"]
+            kinds += ["fifo", "bom"]  # a FIFO is refused at once; a byte-order mark is read
             kinds += ["absurd", "long"] if kind in ABSURD else ["long"]
             content = draw2(st.sampled_from(kinds))
             suffix = draw2(st.sampled_from([".dat", ".csv", ".parquet", ".json", ".yaml"]))
@@ -216,6 +220,7 @@ def invocations(draw, path: tuple[str, ...]):
     if path == ("sweep",):
         argv.append("--serial")
     kinds = ["new"] * 4 + ["nodir", "dir", "fifo", "existing", "symlink", "-", "long", "deep"]
+    kinds += ["slash", "maxname"]  # a trailing slash; a legal name of 250 characters
     output = draw(st.sampled_from(kinds))
     good = WRITES.get(path[-1], ())
     extension = draw(st.sampled_from([*good * 6, *EXTENSIONS]))
@@ -235,6 +240,9 @@ def _make_input(
     if content == "dir":
         path.mkdir()
         return path
+    if content == "fifo":
+        os.mkfifo(path)
+        return path
     data = {
         "valid": valid,
         "empty": b"",
@@ -242,6 +250,7 @@ def _make_input(
         "binary": rng_bytes,
         "other": VALID["runs" if kind != "runs" else "calibration"],
         "absurd": ABSURD[kind]() if kind in ABSURD else valid,
+        "bom": b"\xef\xbb\xbf" + valid,
     }[content]
     path.write_bytes(data)
     return path
@@ -257,6 +266,10 @@ def _make_output(folder: Path, kind: str, extension: str) -> str:
         return str(folder / f"out{LONG_NAME}{extension}")
     if kind == "deep":
         return str(folder / LONG_PATH / f"out{extension}")
+    if kind == "slash":
+        return str(path) + "/"
+    if kind == "maxname":
+        return str(folder / f"out{'m' * (MAX_NAME - 3 - len(extension))}{extension}")
     if kind == "dir":
         path.mkdir()
     elif kind == "fifo":

@@ -39,3 +39,24 @@ def test_only_the_shared_host_makes_one_gpu_nodes_faster():
     assert ips("resnet50", intra_node="none", host_contention=0) == pytest.approx(alone, rel=1e-9)
     for model in ("vgg16", "alexnet"):  # the network costs more than NVLink: no longer faster
         assert ips(model, host_contention=0) > ips(model, intra_node="none", host_contention=0)
+
+
+def test_the_note_reaches_json_timeline_and_sweep(capsys, tmp_path):
+    """The same note in --json (inputs.one_gpu_nodes), on timeline's stderr and, once for the
+    grid, on sweep's."""
+    import json
+
+    assert main(["predict", "--gpus", "8", "--intra-node", "none", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["inputs"]["one_gpu_nodes"].startswith("one GPU per node: the 8 GPUs")
+    assert "ddlsim: note: --intra-node none" in err
+    assert main(["predict", "--gpus", "8", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["inputs"]["one_gpu_nodes"] is None
+    trace = tmp_path / "t.json"
+    assert main(["timeline", "--gpus", "8", "--intra-node", "none", "-o", str(trace)]) == 0
+    assert "8 GPUs became 8 nodes x 1 GPU" in capsys.readouterr().err
+    sweep = tmp_path / "s.csv"
+    argv = ["sweep", "--gpus", "8", "16", "--intra-node", "none", "--serial", "-o", str(sweep)]
+    assert main(argv) == 0
+    notes = [ln for ln in capsys.readouterr().err.splitlines() if "ddlsim: note" in ln]
+    assert len(notes) == 1 and "2 configuration(s)" in notes[0]

@@ -143,3 +143,50 @@ def test_the_modern_runs_absolute_groups(cli):
         quoted(f"{names[key]} {mape[key]:.1f}%")
     assert f"{mape[('a100', 'amp')]:.1f}" == "11.4" and f"{mape[('h100', 'fp32')]:.1f}" == "5.1"
     quoted("H100 TF32 5.1%, H100 PCIe 5-10%, A100 40 GB amp 11.4%")
+
+
+def _mape(errors: list[float]) -> str:
+    return f"{100 * sum(abs(e) for e in errors) / len(errors):.1f}%"
+
+
+def test_the_modern_runs_by_gpu_count(cli):
+    """The per-GPU-count MAPEs of runs_modern.csv (issue 33: quoted without a test)."""
+    code, out, _ = cli("validate", str(REPO / "traces/measured/runs_modern.csv"), "--json")
+    assert code == 0
+    by_count: dict[int, list[float]] = defaultdict(list)
+    for r in json.loads(out)["rows"]:
+        if r["status"] == "predicted":
+            by_count[r["gpus"]].append(r["rel_error"])
+    two, four, eight, sixteen = (_mape(by_count[n]) for n in (2, 4, 8, 16))
+    assert len(by_count[8]) == 140
+    quoted(f"the 2-GPU rows {two}, 4-GPU {four}, 8-GPU {eight} (140 rows;")
+    quoted(f"DGX-2's 16 GPUs {sixteen}")
+
+
+def test_the_seed_runs_headline(cli):
+    """runs.csv's headline paragraph: the rows without an assumption, by method, single-node,
+    and the rows whose stack is stated (issue 33: quoted without a test)."""
+    code, out, _ = cli("validate", str(REPO / "traces/measured/runs.csv"))
+    assert code == 0
+    lines = out.splitlines()
+    head = next(ln for ln in lines if ln.startswith("rows without assumption")).split()
+    n, mape, median, p90, bias = head[3:8]
+    quoted(
+        f"The headline, {n} rows: MAPE {mape} (median {median}, 90th percentile {p90}, bias {bias})"
+    )
+    group = {ln.split()[0]: ln.split()[1:] for ln in lines if ln.startswith("  ")}
+    words = {
+        "horovod-nccl": "horovod-nccl",
+        "byteps": "BytePS",
+        "ps": "parameter servers",
+        "replicated-cpu": "replicated-cpu",
+        "distributed-replicated": "distributed-replicated",
+        "replicated-nccl": "replicated-nccl",
+    }
+    for method, word in words.items():
+        quoted(f"{word} {group[method][1]}")
+    none = group["none"]
+    quoted(f"the {none[0]} single-node rows {none[1]} (bias {none[4]})")
+    stated = group["stated"]
+    quoted(f"{stated[1]}. Most of the multi-node")
+    assert stated[0] == "18"

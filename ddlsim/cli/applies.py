@@ -111,3 +111,14 @@ def warn_inapplicable_grid(jobs: Iterable[tuple[Config, Config | None]]) -> None
     """The same for a sweep: a flag that applies to none of ``jobs``."""
     for message in inapplicable(jobs):
         print(f"ddlsim: warning: {message}", file=sys.stderr)
+
+
+def note_one_gpu_nodes(became: str | None, what: str = "") -> None:
+    """The note that ``--intra-node none`` split the GPUs into nodes of one (``became``: the
+    api's :func:`~ddlsim.api.one_gpu_nodes`; ``what``: which configurations, in a sweep)."""
+    if became:
+        print(
+            f"ddlsim: note: --intra-node none: {what}{became} (name a fabric, e.g. the GPU's "
+            "default, to keep them in one node)",
+            file=sys.stderr,
+        )

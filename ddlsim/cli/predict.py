@@ -11,9 +11,9 @@ import argparse
 import json
 import sys
 
-from ddlsim.cli.applies import warn_inapplicable
+from ddlsim.cli.applies import note_one_gpu_nodes, warn_inapplicable
 from ddlsim.cli.config_args import add_config_arguments, predict_kwargs
-from ddlsim.cli.report import format_prediction, one_gpu_nodes
+from ddlsim.cli.report import format_prediction
 from ddlsim.errors import ConfigError
 
 DESCRIPTION = (
@@ -59,13 +59,7 @@ def run(args: argparse.Namespace) -> int:
         kwargs = predict_kwargs(args)
         result = predict(**kwargs)
         warn_inapplicable(kwargs, result.inputs)  # on the job as it resolved
-        became = one_gpu_nodes(result.inputs)
-        if became:
-            print(
-                f"ddlsim: note: --intra-node none: {became} (name a fabric, "
-                "e.g. the GPU's default, to keep them in one node)",
-                file=sys.stderr,
-            )
+        note_one_gpu_nodes(result.inputs.get("one_gpu_nodes"))
     if args.json:
         json.dump(result.to_dict(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from ddlsim.api import Prediction
@@ -151,21 +150,6 @@ def _unit(inputs: dict[str, Any]) -> str:
     return "samples" if inputs.get("transformer") else "images"
 
 
-def one_gpu_nodes(inputs: Mapping[str, Any]) -> str | None:
-    """What ``--intra-node none`` made of several GPUs with no ``--gpus-per-node``: the
-    fabric connects no GPUs, so each GPU is a node of its own over the network (no host, PCIe
-    switch or NIC shared with another GPU); None otherwise."""
-    given = inputs.get("predict_kwargs") or {}
-    if given.get("intra_node") != "none" or given.get("gpus_per_node") is not None:
-        return None
-    if inputs.get("intra_node") != "none" or inputs.get("nodes", 1) <= 1:
-        return None
-    return (
-        f"one GPU per node: the {inputs['n_gpus']} GPUs became {inputs['nodes']} nodes x 1 GPU "
-        f"over {inputs['inter_node']}, no host or NIC shared between GPUs"
-    )
-
-
 def format_prediction(p: Prediction) -> str:
     """Multi-line text report: throughput, breakdown, assumptions."""
     lines = [
@@ -242,7 +226,7 @@ def _assumption_lines(p: Prediction) -> list[str]:
             if i.get("intra_bandwidth_GBps")
             else ""
         )
-        + (f" ({one_gpu_nodes(i)})" if one_gpu_nodes(i) else ""),
+        + (f" ({i['one_gpu_nodes']})" if i.get("one_gpu_nodes") else ""),
         f"    inter-node     {i['inter_node']}"
         + (
             f", {_nics(i)}{i['nic_bandwidth_Gbps']:.1f} Gb/s effective, {i['transport']}"

@@ -154,10 +154,29 @@ def run(args: argparse.Namespace) -> int:
         (config, row if row["status"] == "ok" else None)
         for config, row in zip(expand_grid(grid, max_configs=args.max_configs), rows, strict=True)
     )
+    _note_one_gpu_nodes(grid, rows, args.max_configs)
     failed = sum(1 for r in rows if r["status"] != "ok")
     if not args.quiet:
         print(f"{len(rows)} configurations, {failed} failed -> {args.output}", file=sys.stderr)
     return 0
+
+
+def _note_one_gpu_nodes(grid: dict[str, Any], rows: list[Any], max_configs: int) -> None:
+    """One note for the configurations ``--intra-node none`` split into nodes of one GPU."""
+    from ddlsim.api import one_gpu_nodes
+    from ddlsim.cli.applies import note_one_gpu_nodes
+    from ddlsim.tools.analysis.sweep import expand_grid
+
+    notes = [
+        one_gpu_nodes(config, row)
+        for config, row in zip(expand_grid(grid, max_configs=max_configs), rows, strict=True)
+        if row["status"] == "ok"
+    ]
+    split = [n for n in notes if n]
+    if split:
+        note_one_gpu_nodes(
+            split[0], f"{len(split)} configuration(s), e.g. " if len(split) > 1 else ""
+        )
 
 
 def _run_serial(configs: Iterable[dict[str, Any]], total: int, bar: Bar | None) -> list[Any]:

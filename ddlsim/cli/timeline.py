@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim timeline``."""
-    from ddlsim.cli.applies import warn_inapplicable
+    from ddlsim.cli.applies import note_one_gpu_nodes, warn_inapplicable
     from ddlsim.tools.analysis.timeline import build_trace, write_trace
 
     kwargs = predict_kwargs(args)
@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
         return _failure(args, kwargs)
     trace = build_trace(kwargs, iterations=args.iterations, workers=args.workers)
     warn_inapplicable(kwargs, trace["metadata"]["inputs"])
+    note_one_gpu_nodes(trace["metadata"]["inputs"].get("one_gpu_nodes"))
     _warn_failure_flags(kwargs)
     write_trace(trace, args.output)
     if args.output != "-":
@@ -121,11 +122,12 @@ def _warn_failure_flags(kwargs: dict) -> None:
 
 def _failure(args: argparse.Namespace, kwargs: dict) -> int:
     """``timeline --failure``: the failure course trace of the configuration."""
-    from ddlsim.cli.applies import warn_inapplicable
+    from ddlsim.cli.applies import note_one_gpu_nodes, warn_inapplicable
     from ddlsim.tools.analysis.timeline import build_failure_trace, write_trace
 
     trace = build_failure_trace(kwargs)
     warn_inapplicable(kwargs, trace["metadata"]["inputs"])
+    note_one_gpu_nodes(trace["metadata"]["inputs"].get("one_gpu_nodes"))
     for flag, given in (("--iterations", args.iterations != 1), ("--workers", args.workers)):
         if given:
             print(f"ddlsim: warning: {flag} has no effect with --failure; ignored", file=sys.stderr)
