@@ -30,7 +30,7 @@ from ddlsim.config.knob import (  # noqa: F401  (the table's types and limits, i
     Knob,
     check_stragglers,
 )
-from ddlsim.config.table import execution, sharded, simulation, system, workload
+from ddlsim.config.table import execution, sharded, simulation, system, transformer, workload
 from ddlsim.system.specs import TRANSPORTS
 
 #: every knob, in group order and, within a group, in the order of its fields
@@ -38,6 +38,7 @@ KNOBS: tuple[Knob, ...] = (
     *workload.ROWS,
     *system.ROWS,
     *execution.ROWS,
+    *transformer.ROWS,
     *sharded.ROWS,
     *simulation.ROWS,
 )

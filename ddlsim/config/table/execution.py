@@ -15,16 +15,12 @@ from ddlsim.compute.kernels import LAYOUTS
 from ddlsim.compute.stack import DEFAULT_FRAMEWORK, FRAMEWORKS, FUSIONS
 from ddlsim.config.checks import Range, Vocabulary, optional
 from ddlsim.config.knob import (
-    ATTENTIONS,
     ELASTIC,
-    FLASH_VERSIONS,
     MAX_CYCLE_TIME_MS,
     MAX_FUSION_THRESHOLD_MB,
-    MAX_GRAD_ACCUM,
     MAX_PS,
     MIN_CYCLE_TIME_MS,
     RESTART,
-    TRANSFORMERS_ONLY,
     WITH_FAILURES,
     Applies,
     Knob,
@@ -448,72 +444,5 @@ ROWS: tuple[Knob, ...] = (
         check=optional(Vocabulary("fusion", lambda: FUSIONS)),
         choices=lambda: FUSIONS,
         extra=(("--xla", "xla", "= --fusion xla (TensorFlow's XLA compilation)"),),
-    ),
-    Knob(
-        "grad_accum",
-        "execution",
-        1,
-        "int",
-        "--grad-accum",
-        "micro-steps per optimizer step (gradient accumulation: PyTorch's no_sync, Horovod's "
-        "backward_passes_per_step): K forward and backward passes, one gradient exchange, "
-        "overlapped with the last backward only (default: 1)",
-        check=Range("gradient accumulation steps", 1, MAX_GRAD_ACCUM, integer=True),
-        parse="int",
-        metavar="K",
-    ),
-    Knob(
-        "activation_checkpointing",
-        "execution",
-        False,
-        "bool",
-        "--activation-checkpointing",
-        "keep only each transformer block's input and run its forward again before its "
-        "backward: one more forward per block, a fraction of the activations' memory",
-        switch=True,
-        applies=TRANSFORMERS_ONLY,
-    ),
-    Knob(
-        "attention",
-        "execution",
-        "auto",
-        "str",
-        "--attention",
-        "a transformer's attention kernels: flash (FlashAttention 1 / 2 / 3 by GPU: one fused "
-        "kernel, its backward recomputing the scores; fp16 / bf16 on Turing or later), "
-        "unfused (two batched GEMMs and the softmax over the b x heads x s^2 scores) or auto "
-        "(flash for causal decoders in PyTorch at fp16 / bf16 where the GPU runs it, as "
-        "PyTorch 2's scaled_dot_product_attention picks; unfused otherwise)",
-        check=Vocabulary("attention", lambda: ATTENTIONS),
-        choices=lambda: ATTENTIONS,
-        applies=TRANSFORMERS_ONLY,
-    ),
-    Knob(
-        "flash_version",
-        "execution",
-        "auto",
-        "str",
-        "--flash-version",
-        "the FlashAttention release the attention runs: 1 (flash-attn 1.0), 2 (PyTorch's "
-        "scaled_dot_product_attention from 2.2), 3 (Hopper only, a separate install) or auto "
-        "(2 where the GPU runs it, 1 on Turing)",
-        check=Vocabulary("FlashAttention version", lambda: FLASH_VERSIONS),
-        choices=lambda: FLASH_VERSIONS,
-        applies=TRANSFORMERS_ONLY,
-    ),
-    Knob(
-        "optimizer_kernels",
-        "execution",
-        "auto",
-        "str",
-        "--optimizer-kernels",
-        "how a transformer's optimizer step runs: fused (PyTorch's foreach / fused optimizers, "
-        "apex's FusedAdam / FusedLAMB: the state read and written once), per-tensor (an "
-        "element-wise op per term per variable, as TensorFlow's Python optimizers of BERT's "
-        "era: about 156 bytes a parameter for AdamW) or auto (per-tensor for tensorflow, fused "
-        "otherwise)",
-        check=Vocabulary("optimizer kernels", lambda: ("auto", "fused", "per-tensor")),
-        choices=lambda: ("auto", "fused", "per-tensor"),
-        applies=TRANSFORMERS_ONLY,
     ),
 )
