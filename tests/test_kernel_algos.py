@@ -142,3 +142,14 @@ def test_the_libraries_fft_passes_are_the_model_file_s():
     for key, lib in kernel_routes.LIBRARIES.items():
         assert doc["libraries"][key]["fft_passes"] == list(lib.fft_passes)
         assert doc["libraries"][key]["disjoint_dgrad"] == lib.disjoint_dgrad
+
+
+def test_the_routes_bring_the_p100_weight_gradient_within_15_percent():
+    """Fitted on these rows: the weight gradient, 16.5% on the vision shapes before the routes
+    (20.4% on all), is within 15% (first layers split over the whole GPU)."""
+    from ddlsim.compute.kernel_check import predict_rows, read_kernel_csv, summarise
+
+    rows, _, _ = read_kernel_csv(KERNELS)
+    summary = summarise(predict_rows([r for r in rows if r.gpu == "p100"]))
+    cell = next(s for s in summary if (s["pass"], s["shapes"]) == ("bwd_filter", "vision"))
+    assert cell["mape"] <= 0.15
