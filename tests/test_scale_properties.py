@@ -3,9 +3,10 @@
 Properties over every zoo model x K80 / P100 / V100 x 10 GbE / 25 GbE / InfiniBand EDR:
 
 - scaling efficiency never increases with N;
-- no doubling of N loses more than 15 points of efficiency unless the bandwidth term alone
-  explains it (the closed-form efficiency of compute followed by the ring's bandwidth term
-  drops by at least the excess);
+- no doubling of N loses more than 15 points of efficiency unless the exchange explains it:
+  at 2N the efficiency is no worse (3 points of synchronisation terms apart) than compute
+  followed by one all-reduce of all the gradients (a cliff where the exchange stops hiding
+  behind backprop), or that closed-form efficiency drops by at least the excess;
 - the fast and the detailed engine agree within 3% up to 1,024 GPUs;
 - at 512 GPUs on 25 GbE the models rank as Horovod measured them (VGG-16 below Inception V3
   and ResNet-101).
@@ -29,19 +30,25 @@ GPUS = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 DEVICES = ("k80", "p100", "v100")
 NETWORKS = ("10gbe", "25gbe", "ib-edr")
 MAX_DOUBLING_LOSS = 0.15
+#: what the synchronisation terms (contention, interference, the slowest rank) may take on top
+#: of compute followed by the exchange
+SYNC_ALLOWANCE = 0.03
 
 
 def bandwidth_bound_efficiency(model: str, gpus: int, gpu: str, network: str) -> float:
-    """Efficiency if nothing but the bandwidth term cost time, the exchange following the
-    compute: T_compute / (T_compute + T_bw) (closed form, no simulation) -- the most the
-    bandwidth term alone can take. T_bw is the cheaper of the ring's 2(N-1)/N S / B_bus and the
-    tree's (SIMPLE), whose NICs carry S each way on two nodes and 2S from three on."""
+    """Efficiency if nothing but the exchange of all the gradients cost time, following the
+    compute: T_compute / (T_compute + T_exchange) (closed form, no simulation). T_exchange is
+    the larger of the bandwidth term alone -- the cheaper of the ring's 2(N-1)/N S / B_bus and
+    the tree's (SIMPLE), whose NICs carry S each way on two nodes and 2S from three on -- and
+    one all-reduce of all S bytes as NCCL would run it (latency included: the hops a step
+    from one node onto the network adds)."""
     setup = ddlsim.prepare(ddlsim.job(model, gpus, gpu=gpu, inter_node=network))
     s = setup.workload.model.grad_bytes(setup.strategy.grad_dtype)
     topo = Topology.of(setup.cluster)
     t_bw = min(2 * (gpus - 1) / gpus * s / topo.bus_Bps, tree_bandwidth_s(topo, "Simple", s))
+    t_exchange = max(t_bw, setup.comm.time_s(s))
     t_compute = setup.workload.profile.step_time_s
-    return t_compute / (t_compute + t_bw)
+    return t_compute / (t_compute + t_exchange)
 
 
 def check_curve(model: str, gpu: str, network: str) -> None:
@@ -52,6 +59,8 @@ def check_curve(model: str, gpu: str, network: str) -> None:
         assert b <= a + 1e-9, f"efficiency rises from {n} to {2 * n} GPUs: {where}"
         if a - b > MAX_DOUBLING_LOSS:
             bw_a, bw_b = (bandwidth_bound_efficiency(model, k, gpu, network) for k in (n, 2 * n))
+            if b >= bw_b - SYNC_ALLOWANCE:  # no worse than compute, then the whole exchange:
+                continue  # the exchange no longer hides at 2N (it did at N)
             assert bw_a - bw_b >= (a - b) - MAX_DOUBLING_LOSS, (
                 f"{n} -> {2 * n} GPUs loses {a - b:.3f} but the bandwidth bound only "
                 f"{bw_a - bw_b:.3f}: {where}"

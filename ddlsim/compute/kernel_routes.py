@@ -4,10 +4,14 @@
 (the model of :mod:`ddlsim.compute.kernels`, which documents the GEMM of each pass):
 
 * **CUDA-core routes** (the kernels of the library measured on CUDA cores, cuDNN 6.0 on a P100
-  in fp32): the implicit GEMM in tiles of ``128 x n`` that run in waves over the SMs, split-K
-  for the weight gradient only (cuDNN 6's kernels split no other pass), Winograd
-  ``F(4x4, 3x3)`` / ``F(2x2, 5x5)`` for stride-1 3x3 and 5x5 filters, and the col2im route of a
-  strided data gradient. They read NCHW natively.
+  in fp32): cuDNN's algorithms, each where its documentation says it applies
+  (:func:`cuda_core_algorithms_s`): the implicit GEMM in tiles of ``128 x n`` that run in waves
+  over the SMs, split-K for the weight gradient only (cuDNN 6's kernels split no other pass;
+  a long reduction over few tiles is split until it fills the GPU), the col2im route of a
+  strided data gradient and the disjoint route of a filter no longer than its stride; and
+  the transform algorithms of :mod:`ddlsim.compute.kernel_algos` (fused Winograd
+  ``F(2x2, 3x3)``, non-fused Winograd ``F(4x4, 3x3)`` / ``F(2x2, 5x5)``, FFT tiling). They
+  read NCHW natively.
 * **Tensor-core routes** (the kernels of the library measured on tensor cores, cuDNN 7.6 on a
   V100 in fp16): the same implicit GEMM at the tensor-core peak with the tensor-core
   coefficients, split-K in *every* pass (cuDNN 7's implicit-GEMM kernels split the reduction
@@ -21,29 +25,30 @@
 A route reading an operand in a layout other than its native one, or with channels to pad,
 first converts it with a separate kernel that reads it and writes the converted copy
 (:func:`conversion_bytes`); the output is written in the caller's layout by the GEMM's
-epilogue. Every route adds its library's fixed call cost and never beats the memory roof
-(its operands once through DRAM at ``memory_efficiency`` of the bandwidth).
+epilogue. Every route adds its fixed call cost (the library's; the fused Winograd kernel's
+own; the library's plus the extra kernels of a multi-kernel algorithm) and never beats the
+memory roof (its operands once through DRAM at ``memory_efficiency`` of the bandwidth).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
+from ddlsim.compute.kernel_algos import algorithm_routes
+from ddlsim.compute.kernel_gemm import (  # noqa: F401 (re-exported: the GEMM model's tiles)
+    MIN_SPLIT_STEPS,
+    SPLITS,
+    TC_TILE_COLS,
+    TILE_COLS,
+    TILE_ROWS,
+    Gpu,
+    ceil_div,
+    gemm_s,
+    pad_to,
+)
 from ddlsim.compute.kernel_terms import PASSES, ConvShape, KernelModel
 from ddlsim.errors import ConfigError
 
-TILE_ROWS = 128
-TILE_COLS = (128, 64, 32, 16)
-#: tile widths of the tensor-core kernels: none narrower than 64 (cuDNN 7's Volta kernels are
-#: 256 x 128, 128 x 128, 256 x 64 and 128 x 64 threadblock tiles)
-TC_TILE_COLS = (128, 64)
-SPLITS = tuple(range(1, 65))  # split-K part counts
-#: a split slice keeps at least this many reduction steps (the last slice takes the remainder,
-#: so a longer reduction never gets shorter slices: time is monotone in the reduction)
-MIN_SPLIT_STEPS = 64
-# Winograd F(m x m, r x r) by filter size r: output tile m; alpha = m + r - 1 = 6 (36 GEMMs)
-WINOGRAD_TILE = {3: 4, 5: 2}
 #: bytes of one vector load of a tensor-core kernel: channel counts are padded to a multiple
 #: of this over the element size (NVIDIA, "Convolutional Layers User's Guide": channels a
 #: multiple of 8 for fp16, 4 for TF32)
@@ -65,14 +70,21 @@ NATIVE_LAYOUTS = {"cuda": ("nchw",), "tensor": ("nchw", "nhwc")}
 class Library:
     """A cuDNN generation: whether it has tensor-core kernels, the passes whose reduction its
     implicit-GEMM kernels split over more tiles (split-K), the :class:`KernelModel`
-    coefficient of its fixed cost per call, and the layouts its tensor-core kernels read
-    without a conversion (``tensor_layouts``)."""
+    coefficient of its fixed cost per call, the layouts its tensor-core kernels read
+    without a conversion (``tensor_layouts``), the passes it has FFT tiling for
+    (``fft_passes``: ``CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING`` is cuDNN 7's) and whether
+    its data-gradient kernels run a strided gradient over the touched input pixels only
+    (``disjoint_dgrad``: cuDNN 7.6's V100 ran 1x1 stride-2 data gradients at up to 155 TFLOP/s
+    counted over every input pixel, above the 125 peak; cuDNN 6's P100 ran most of them at
+    58-92% of its peak counted so, 15-25% counted over the quarter it touches)."""
 
     name: str
     tensor_cores: bool
     split_k: tuple[str, ...]
     call_overhead: str
     tensor_layouts: tuple[str, ...] = NATIVE_LAYOUTS["tensor"]
+    fft_passes: tuple[str, ...] = PASSES
+    disjoint_dgrad: bool = True
 
 
 #: the libraries (docs/design.md: what changed between them). cuDNN 6 splits only the weight
@@ -85,77 +97,17 @@ class Library:
 #: guide: NCHW tensors are transposed for tensor-core convolutions; measured NCHW / NHWC
 #: training pairs of the same GPU and release: docs/design.md, "The software stack").
 LIBRARIES = {
-    "cudnn-6.0": Library("cuDNN 6.0.21", False, ("bwd_filter",), "call_overhead_s"),
+    "cudnn-6.0": Library(
+        "cuDNN 6.0.21",
+        False,
+        ("bwd_filter",),
+        "call_overhead_s",
+        fft_passes=("fwd", "bwd_data"),
+        disjoint_dgrad=False,
+    ),
     "cudnn-7.6": Library("cuDNN 7.6.2", True, ("fwd", "bwd_filter"), "cudnn7_call_overhead_s"),
     "cudnn-8": Library("cuDNN 8", True, ("fwd", "bwd_filter"), "cudnn7_call_overhead_s", ("nhwc",)),
 }
-
-
-@dataclass(frozen=True)
-class Gpu:
-    """What the model needs of a device at one arithmetic (hashable, for the cache).
-
-    ``cuda_flops``: peak of the CUDA-core GEMM routes (fp32, or a Pascal P100's packed fp16);
-    ``winograd_flops``: CUDA-core fp32 peak of the Winograd route (0: none); ``tensor_flops``:
-    tensor-core peak of this arithmetic (0: the device has no tensor cores for it);
-    ``elem_bytes``: bytes of one stored element (4 fp32 / TF32, 2 fp16); ``library``: the
-    :data:`LIBRARIES` key of the cuDNN whose kernels run."""
-
-    sms: int
-    mem_Bps: float
-    elem_bytes: int
-    cuda_flops: float
-    winograd_flops: float = 0.0
-    tensor_flops: float = 0.0
-    library: str = "cudnn-6.0"
-
-
-def _ceil(a: float, b: float) -> int:
-    return -int(-a // b)
-
-
-def _pad(channels: int, multiple: int) -> int:
-    return _ceil(channels, multiple) * multiple
-
-
-def gemm_s(
-    gpu: Gpu,
-    peak_flops: float,
-    efficiency: float,
-    overhead_steps: float,
-    memory_efficiency: float,
-    m: float,
-    n: float,
-    k: float,
-    *,
-    split: bool = False,
-    count: int = 1,
-    widths: tuple[int, ...] = TILE_COLS,
-) -> float:
-    """Fastest tiling of ``count`` independent ``m x n`` GEMMs reduced over ``k`` steps, at
-    ``efficiency`` of ``peak_flops``; with ``split``, the reduction may be split (split-K)."""
-    per_sm_flops = peak_flops / gpu.sms
-    mem_Bps = gpu.mem_Bps * memory_efficiency
-    best = math.inf
-    for cols in widths:
-        resident = TILE_ROWS * TILE_COLS[0] // (TILE_ROWS * cols)  # tiles an SM runs at once
-        tiles = count * _ceil(m, TILE_ROWS) * _ceil(n, cols)
-        for parts in SPLITS if split else (1,):
-            slice_steps, used = k / parts, parts
-            last = parts > 1 and slice_steps <= MIN_SPLIT_STEPS
-            if last:  # slices of the minimum length, the last one shorter: more are not used
-                if k <= MIN_SPLIT_STEPS:
-                    break
-                slice_steps, used = MIN_SPLIT_STEPS, _ceil(k, MIN_SPLIT_STEPS)
-            waves = _ceil(tiles * used, gpu.sms * resident)
-            steps = slice_steps + overhead_steps
-            t = waves * 2.0 * TILE_ROWS * TILE_COLS[0] * steps / (per_sm_flops * efficiency)
-            if used > 1:  # fp32 partial sums written and read back
-                t += 2 * 4.0 * used * count * m * n / mem_Bps
-            best = min(best, t)
-            if last:
-                break
-    return best
 
 
 def _operands(shape: ConvShape, pass_: str) -> tuple[tuple[int, int, int], ...]:
@@ -189,7 +141,7 @@ def conversion_bytes(
     gradient)."""
     moved = 0.0
     for channels, images, pixels in _operands(shape, pass_):
-        padded = _pad(channels, align)
+        padded = pad_to(channels, align)
         if (layout not in native and pixels > 1) or padded != channels:
             moved += images * pixels * (channels + padded)
     if layout not in native:
@@ -197,7 +149,7 @@ def conversion_bytes(
             if pixels > 1:
                 moved += 2 * images * pixels * channels
     taps = shape.filter_h * shape.filter_w
-    padded_c = _pad(shape.in_c, align)
+    padded_c = pad_to(shape.in_c, align)
     transposed = layout not in native and taps > 1
     if (pass_ != "bwd_filter" and (transposed or padded_c != shape.in_c)) or (
         pass_ == "bwd_filter" and transposed
@@ -216,29 +168,6 @@ def _memory_roof_s(shape: ConvShape, gpu: Gpu, model: KernelModel, c: int, k: in
     return gpu.elem_bytes * (elems + k * c * r * s) / (gpu.mem_Bps * model.memory_efficiency)
 
 
-def _winograd_s(shape: ConvShape, pass_: str, gpu: Gpu, model: KernelModel) -> float:
-    """Winograd ``F(m x m, r x r)`` on the CUDA cores: 36 GEMMs over transformed tiles + the
-    transforms through memory (fp32)."""
-    m = WINOGRAD_TILE[shape.filter_h]
-    alpha2 = (m + shape.filter_h - 1) ** 2
-    n, c, k = shape.batch, shape.in_c, shape.out_k
-    out_tiles = n * _ceil(shape.out_h, m) * _ceil(shape.out_w, m)
-    in_tiles = n * _ceil(shape.in_h, m) * _ceil(shape.in_w, m)
-    args = (gpu, gpu.winograd_flops, model.efficiency(pass_), model.tile_overhead_steps)
-    args = (*args, model.memory_efficiency)
-    if pass_ == "fwd":
-        t = gemm_s(*args, out_tiles, k, c, count=alpha2)
-        moved = out_tiles * (c + k)
-    elif pass_ == "bwd_data":
-        t = gemm_s(*args, in_tiles, c, k, count=alpha2)
-        moved = in_tiles * (c + k)
-    else:
-        t = gemm_s(*args, c, k, out_tiles, split=True, count=alpha2)
-        moved = out_tiles * (c + k)
-    # transformed data written once and read once, transformed filters once
-    return t + 4.0 * alpha2 * (2 * moved + c * k) / (gpu.mem_Bps * model.memory_efficiency)
-
-
 def _gemm_routes_s(
     shape: ConvShape,
     pass_: str,
@@ -249,47 +178,72 @@ def _gemm_routes_s(
     k: int,
     k_slice: int,
 ) -> float:
-    """The implicit GEMM of a pass (and col2im for a strided data gradient) on one family of
-    units, channels ``c`` / ``k`` as the kernels see them, each tap's reduction rounded up to
-    ``k_slice``."""
+    """The implicit GEMM of a pass on one family of units, channels ``c`` / ``k`` as the kernels
+    see them, each tap's reduction rounded up to ``k_slice``. A strided data gradient may also
+    run as a GEMM over the output pixels plus a scatter-add (col2im), and, where the filter is
+    no longer than the stride (a 1x1 stride-2 shortcut), as one GEMM per tap over the output
+    pixels (the input pixels it touches: a quarter of them for 1x1 stride 2), the untouched
+    rest of the gradient written as zeros (cuDNN 7 and later: :class:`Library`). The weight
+    gradient's split-K may fill the GPU (cuDNN's wgrad kernels spread a long ``N.P.Q``
+    reduction over every SM)."""
     peak = gpu.tensor_flops if tensor else gpu.cuda_flops
     eff = model.efficiency(pass_, tensor)
     split = pass_ in LIBRARIES[gpu.library].split_k
 
-    def gemm(efficiency: float, m: float, n_: float, k_: float) -> float:
+    def gemm(efficiency: float, m: float, n_: float, k_: float, count: int = 1) -> float:
         return gemm_s(
             gpu, peak, efficiency, model.tile_overhead(tensor), model.memory_efficiency,
             m, n_, k_, split=split, widths=TC_TILE_COLS if tensor else TILE_COLS,
+            count=count, fill=pass_ == "bwd_filter",
         )  # fmt: skip
 
     n, r, s = shape.batch, shape.filter_h, shape.filter_w
     p, q = shape.out_h, shape.out_w
     if pass_ == "fwd":
-        return gemm(eff, n * p * q, k, r * s * _pad(c, k_slice))
+        return gemm(eff, n * p * q, k, r * s * pad_to(c, k_slice))
     if pass_ == "bwd_data":
-        taps = _ceil(r, shape.stride_h) * _ceil(s, shape.stride_w)
-        t = gemm(eff, n * shape.in_h * shape.in_w, c, taps * _pad(k, k_slice))
+        taps = ceil_div(r, shape.stride_h) * ceil_div(s, shape.stride_w)
+        t = gemm(eff, n * shape.in_h * shape.in_w, c, taps * pad_to(k, k_slice))
         if shape.stride_h > 1 or shape.stride_w > 1:
             col2im = 2 * 4.0 * n * p * q * c * r * s / (gpu.mem_Bps * model.memory_efficiency)
-            gemm_s_ = gemm(eff * model.col2im(tensor), n * p * q, c * r * s, _pad(k, k_slice))
+            gemm_s_ = gemm(eff * model.col2im(tensor), n * p * q, c * r * s, pad_to(k, k_slice))
             t = min(t, gemm_s_ + col2im)
+        disjoint = r <= shape.stride_h and s <= shape.stride_w
+        if (
+            LIBRARIES[gpu.library].disjoint_dgrad
+            and disjoint
+            and (shape.stride_h > 1 or shape.stride_w > 1)
+        ):  # each input pixel gets at most one tap of one output pixel: no overlap to add up
+            per_tap = gemm(eff, n * p * q, c, pad_to(k, k_slice), count=r * s)
+            untouched = n * c * (shape.in_h * shape.in_w - p * q * r * s)
+            zero_s = gpu.elem_bytes * max(untouched, 0) / (gpu.mem_Bps * model.memory_efficiency)
+            t = min(t, per_tap + zero_s)
         return t
     if pass_ == "bwd_filter":
         return gemm(eff, c * r * s, k, n * p * q)
     raise ConfigError(f"unknown pass {pass_!r}; valid: {', '.join(PASSES)}")
 
 
-def _cuda_core_s(shape: ConvShape, pass_: str, gpu: Gpu, model: KernelModel, layout: str) -> float:
+def cuda_core_algorithms_s(
+    shape: ConvShape, pass_: str, gpu: Gpu, model: KernelModel, layout: str
+) -> dict[str, float]:
+    """Seconds of each CUDA-core algorithm that applies to the pass (``"gemm"``: the implicit
+    GEMM and its strided data-gradient routes; the transform algorithms of
+    :func:`~ddlsim.compute.kernel_algos.algorithm_routes`), each bounded by the memory roof,
+    with its fixed cost per call and the layout conversions."""
     c, k = shape.in_c, shape.out_k
-    t = _gemm_routes_s(shape, pass_, gpu, model, False, c, k, 1)
-    strided = shape.stride_h > 1 or shape.stride_w > 1
-    r = shape.filter_h
-    if gpu.winograd_flops and r == shape.filter_w and r in WINOGRAD_TILE and not strided:
-        t = min(t, _winograd_s(shape, pass_, gpu, model))
-    t = max(t, _memory_roof_s(shape, gpu, model, c, k))
+    library = LIBRARIES[gpu.library]
+    call_s = getattr(model, library.call_overhead)
+    routes = {"gemm": (_gemm_routes_s(shape, pass_, gpu, model, False, c, k, 1), call_s)}
+    routes.update(algorithm_routes(shape, pass_, gpu, model, call_s, library.fft_passes))
+    roof_s = _memory_roof_s(shape, gpu, model, c, k)
     moved = conversion_bytes(shape, pass_, NATIVE_LAYOUTS["cuda"], layout, 1)
     convert_s = gpu.elem_bytes * moved / (gpu.mem_Bps * model.memory_efficiency)
-    return getattr(model, LIBRARIES[gpu.library].call_overhead) + t + convert_s
+    return {name: max(t, roof_s) + fixed + convert_s for name, (t, fixed) in routes.items()}
+
+
+def _cuda_core_s(shape: ConvShape, pass_: str, gpu: Gpu, model: KernelModel, layout: str) -> float:
+    return min(cuda_core_algorithms_s(shape, pass_, gpu, model, layout).values())
 
 
 def _tensor_core_s(
@@ -297,7 +251,7 @@ def _tensor_core_s(
 ) -> float:
     align = max(1, TC_ALIGN_BYTES // gpu.elem_bytes)
     k_slice = max(1, TC_K_SLICE_BYTES // gpu.elem_bytes)
-    c, k = _pad(shape.in_c, align), _pad(shape.out_k, align)
+    c, k = pad_to(shape.in_c, align), pad_to(shape.out_k, align)
     t = _gemm_routes_s(shape, pass_, gpu, model, True, c, k, k_slice)
     t = max(t, _memory_roof_s(shape, gpu, model, c, k))
     native = LIBRARIES[gpu.library].tensor_layouts

@@ -67,7 +67,10 @@ class KernelModel:
     unprefixed ones are the CUDA-core kernels' (cuDNN 6.0, fitted on a P100 in fp32;
     ``call_overhead_s`` is cuDNN 6's fixed cost per call), the ``tc_`` ones the tensor-core
     kernels' (cuDNN 7.6, fitted on a V100 in fp16), ``cudnn7_call_overhead_s`` cuDNN 7.6's
-    fixed cost per call, ``memory_efficiency`` the GPU's DRAM, shared by all."""
+    fixed cost per call, ``memory_efficiency`` the GPU's DRAM, shared by all. The
+    ``winograd_``, ``fft_`` and ``transform_`` ones belong to the CUDA-core algorithms that are
+    not an implicit GEMM (fused Winograd, FFT tiling, the extra kernels of multi-kernel
+    algorithms), fitted on the P100 fp32 file and assumed for every library."""
 
     fwd_efficiency: float
     bwd_data_efficiency: float
@@ -82,6 +85,10 @@ class KernelModel:
     tc_col2im_efficiency: float
     cudnn7_call_overhead_s: float
     memory_efficiency: float
+    winograd_efficiency: float
+    winograd_call_overhead_s: float
+    fft_efficiency: float
+    transform_kernel_s: float
 
     def efficiency(self, pass_: str, tensor_cores: bool = False) -> float:
         """Main-loop fraction of peak of the kernels of ``pass_`` (CUDA-core or tensor-core)."""
