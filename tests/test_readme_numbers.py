@@ -190,3 +190,19 @@ def test_the_seed_runs_headline(cli):
     stated = group["stated"]
     quoted(f"{stated[1]}. Most of the multi-node")
     assert stated[0] == "18"
+
+
+def test_the_fsdp_validation(cli):
+    """The FSDP and ZeRO rows of runs_transformers.csv, no anchor (issue 31)."""
+    path = str(REPO / "traces/measured/runs_transformers.csv")
+    code, out, _ = cli("validate", path, "--absolute", "--json")
+    assert code == 0
+    rows = [r for r in json.loads(out)["rows"] if r["status"] == "predicted"]
+    fsdp = [r["rel_error"] for r in rows if r["comm"] == "fsdp"]
+    zero = [r["rel_error"] for r in rows if r["comm"] == "zero1"]
+    h100 = [r["rel_error"] for r in rows if r["comm"] == "fsdp" and r["gpu"] == "h100"]
+    assert len(fsdp) == 192 and len(zero) == 6 and len(h100) == 28
+    bias = f"{100 * sum(fsdp) / len(fsdp):+.1f}%"
+    quoted(f"the 192 whose network is stated come out at MAPE {_mape(fsdp)} (bias {bias})")
+    quoted(f"H100 8 GPUs {_mape(h100)} ({100 * sum(h100) / len(h100):+.1f}%:")
+    quoted(f"The 6 DeepSpeed ZeRO-1 rows: {_mape(zero)}")
