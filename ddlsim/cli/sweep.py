@@ -105,7 +105,7 @@ def write_table(rows: list[dict[str, Any]], path: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run ``ddlsim sweep``."""
-    from ddlsim.cli.applies import warn_inapplicable_grid
+    from ddlsim.cli.applies import note_one_gpu_nodes, warn_inapplicable_grid
     from ddlsim.inputs import GRID_MAX_BYTES, check_input
     from ddlsim.tools.analysis.grid import load_grid_file, normalise_grid
     from ddlsim.tools.analysis.sweep import (
@@ -150,33 +150,31 @@ def run(args: argparse.Namespace) -> int:
             bar.close()
     write_table(rows, args.output)
     # the configurations again, made from the grid in the same order: not held beside the rows
+    split: list[str] = []  # what --intra-node none made of each configuration, if anything
     warn_inapplicable_grid(
-        (config, row if row["status"] == "ok" else None)
+        _noting_one_gpu_nodes(config, row if row["status"] == "ok" else None, split)
         for config, row in zip(expand_grid(grid, max_configs=args.max_configs), rows, strict=True)
     )
-    _note_one_gpu_nodes(grid, rows, args.max_configs)
+    if split:
+        what = f"{len(split)} configuration(s), e.g. " if len(split) > 1 else ""
+        note_one_gpu_nodes(split[0], what)
     failed = sum(1 for r in rows if r["status"] != "ok")
     if not args.quiet:
         print(f"{len(rows)} configurations, {failed} failed -> {args.output}", file=sys.stderr)
     return 0
 
 
-def _note_one_gpu_nodes(grid: dict[str, Any], rows: list[Any], max_configs: int) -> None:
-    """One note for the configurations ``--intra-node none`` split into nodes of one GPU."""
+def _noting_one_gpu_nodes(
+    config: dict[str, Any], row: dict[str, Any] | None, split: list[str]
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """``(config, row)`` as they are, after adding to ``split`` what ``--intra-node none``
+    made of the configuration (:func:`ddlsim.api.one_gpu_nodes`), if anything."""
     from ddlsim.api import one_gpu_nodes
-    from ddlsim.cli.applies import note_one_gpu_nodes
-    from ddlsim.tools.analysis.sweep import expand_grid
 
-    notes = [
-        one_gpu_nodes(config, row)
-        for config, row in zip(expand_grid(grid, max_configs=max_configs), rows, strict=True)
-        if row["status"] == "ok"
-    ]
-    split = [n for n in notes if n]
-    if split:
-        note_one_gpu_nodes(
-            split[0], f"{len(split)} configuration(s), e.g. " if len(split) > 1 else ""
-        )
+    became = one_gpu_nodes(config, row) if row is not None else None
+    if became:
+        split.append(became)
+    return config, row
 
 
 def _run_serial(configs: Iterable[dict[str, Any]], total: int, bar: Bar | None) -> list[Any]:

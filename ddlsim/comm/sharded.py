@@ -82,10 +82,8 @@ class ShardedModel(NcclAllreduceModel):
     def call_choice(self, op: str, nbytes: float) -> Choice:
         """The (algorithm, protocol) and time of one ``op`` of ``nbytes``."""
         topo = self.topology
-        if op == "allreduce":
-            return self.choice(nbytes)
-        if op in ("allgather", "reducescatter"):
-            return choose_half_ring(topo, self.version, float(nbytes), self.protocol)
+        if op in ("allreduce", "allgather", "reducescatter"):  # one flat NCCL call
+            return self.collective_choice(SHARDED_OPS[op], nbytes)
         if topo.n_nodes < 2 or topo.local < 2:
             raise ConfigError(
                 f"{op} is HYBRID_SHARD's: it needs several nodes of several GPUs, not "

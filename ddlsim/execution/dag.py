@@ -223,6 +223,13 @@ def build_dag(
     return g
 
 
+def compute_node(kind: NodeKind, micro_step: int, layer: str) -> str:
+    """The name of a layer's forward or backward node in a micro-step (``fwd:L``, ``bwd:L``;
+    ``fwd:m1:L`` from the second micro-step of a sharded method's unrolled accumulation)."""
+    tag = f"m{micro_step}:" if micro_step else ""
+    return f"{'fwd' if kind is NodeKind.FORWARD else 'bwd'}:{tag}{layer}"
+
+
 def _add_compute_nodes(
     g: DiGraph,
     add: _AddNode,
@@ -239,11 +246,10 @@ def _add_compute_nodes(
     if strategy.host_decodes_input:
         prev = add("input", NodeKind.INPUT, stream="input", duration_s=input_time_s)
     for m in range(strategy.micro_steps):  # gradient accumulation unrolled (sharded methods)
-        tag = f"m{m}:" if m else ""
         fwd = []
         for layer, timing in zip(layers, timings, strict=True):
             node = add(
-                f"fwd:{tag}{layer.name}",
+                compute_node(NodeKind.FORWARD, m, layer.name),
                 NodeKind.FORWARD,
                 stream="compute",
                 duration_s=timing.fwd_time_s,
@@ -257,7 +263,7 @@ def _add_compute_nodes(
         for idx in reversed(range(len(layers))):
             layer, timing = layers[idx], timings[idx]
             node = add(
-                f"bwd:{tag}{layer.name}",
+                compute_node(NodeKind.BACKWARD, m, layer.name),
                 NodeKind.BACKWARD,
                 stream="compute",
                 duration_s=timing.bwd_time_s,
@@ -329,10 +335,10 @@ def _add_sharded_nodes(
     assert sh is not None
 
     def fwd(m: int, i: int) -> str:
-        return f"fwd:{f'm{m}:' if m else ''}{workload.layers[i].name}"
+        return compute_node(NodeKind.FORWARD, m, workload.layers[i].name)
 
     def bwd(m: int, i: int) -> str:
-        return f"bwd:{f'm{m}:' if m else ''}{workload.layers[i].name}"
+        return compute_node(NodeKind.BACKWARD, m, workload.layers[i].name)
 
     for k, call in enumerate(sharded_calls(workload, sh, fwd, bwd, strategy.micro_steps)):
         node = add(

@@ -123,11 +123,6 @@ class _Call:
     wait_before: str | None  # compute node that waits for it (None: the optimizer step)
 
 
-def units(workload: Workload, unit_blocks: int) -> list[list[int]]:
-    """The units of ``workload``'s model (:func:`units_of`)."""
-    return units_of(workload.model, unit_blocks)
-
-
 def units_of(spec: ModelSpec, unit_blocks: int) -> list[list[int]]:
     """Layer indices of each unit in forward order: the root unit (embedding, head, anything
     that is not a block) first, then ``unit_blocks`` consecutive blocks per unit."""
@@ -156,7 +151,7 @@ def sharded_calls(
     n_params = [x.grad_bytes("fp32") // 4 for x in layers]
     if sh.method in ("zero1", "zero2"):
         return _zero12_calls(workload, sh, fwd, bwd, micro_steps, n_params)
-    groups = units(workload, sh.unit_blocks)
+    groups = units_of(workload.model, sh.unit_blocks)
     calls: list[_Call] = []
     for m in range(micro_steps):
         start = bwd(m - 1, 0) if m > 0 else None  # the previous micro-step's last node
@@ -207,22 +202,22 @@ def _backward_calls(sh, groups, n_params, layers, m, fwd, bwd) -> list[_Call]:
         top = max(unit)
         return bwd(m, top + 1) if top + 1 < n else None
 
-    def reduce(unit) -> list[_Call]:
-        grads = sum(n_params[i] for i in unit) * sh.reduce_bytes
-        names = _names(layers, unit)
-        wait = None if sh.overlap_comm else last_bwd_after(unit)
-        if sh.method == "fsdp" and sh.sharding == "no_shard":
-            return [_Call("allreduce", grads, names, last_bwd(unit), wait)]
-        if sh.hybrid:
-            return [
-                _Call("reducescatter-node", grads, names, last_bwd(unit), wait),
-                _Call("allreduce-replicas", grads // sh.shards, names, last_bwd(unit), wait),
-            ]
-        return [_Call("reducescatter", grads, names, last_bwd(unit), wait)]
-
-    def last_bwd_after(unit):  # the next compute node in backward (None: the last one)
+    def next_bwd(unit):  # the compute node after the unit's backward (None: the last one)
         low = min(unit)
         return bwd(m, low - 1) if low > 0 else None
+
+    def reduce(unit) -> list[_Call]:
+        grads = sum(n_params[i] for i in unit) * sh.reduce_bytes
+        names, issue = _names(layers, unit), last_bwd(unit)
+        wait = None if sh.overlap_comm else next_bwd(unit)
+        if sh.method == "fsdp" and sh.sharding == "no_shard":
+            return [_Call("allreduce", grads, names, issue, wait)]
+        if sh.hybrid:
+            return [
+                _Call("reducescatter-node", grads, names, issue, wait),
+                _Call("allreduce-replicas", grads // sh.shards, names, issue, wait),
+            ]
+        return [_Call("reducescatter", grads, names, issue, wait)]
 
     def gather_of(unit, issue) -> _Call:
         nbytes = sum(n_params[i] for i in unit) * sh.param_bytes
@@ -232,14 +227,14 @@ def _backward_calls(sh, groups, n_params, layers, m, fwd, bwd) -> list[_Call]:
     if regather and blocks:  # the first block's gather: when backward starts (the root's
         # pre-backward hook prefetches it), behind the head's backward
         calls.append(gather_of(blocks[0], fwd(m, n - 1)))
-    for k, unit in enumerate(blocks):
-        nxt = blocks[k + 1] if k + 1 < len(blocks) else None
-        if regather and nxt is not None and sh.backward_prefetch == "pre":
+    for unit, nxt in zip(blocks, [*blocks[1:], None], strict=True):
+        prefetch = sh.backward_prefetch if regather and nxt is not None else ""
+        if prefetch == "pre":
             calls.append(gather_of(nxt, node_before(unit)))
-        if regather and nxt is not None and sh.backward_prefetch == "post":
+        elif prefetch == "post":
             calls.append(gather_of(nxt, last_bwd(unit)))
         calls += reduce(unit)
-        if regather and nxt is not None and sh.backward_prefetch == "none":
+        if prefetch == "none":  # behind the reduce-scatter
             calls.append(gather_of(nxt, last_bwd(unit)))
     calls += reduce(root)  # the root unit's post-backward runs last
     return calls

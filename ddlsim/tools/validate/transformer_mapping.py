@@ -234,7 +234,7 @@ def plan_transformer_row(run: Run, index: BaselineIndex, options: ValidateOption
         numerics["flash_version"] = FLASH_VERSION_OF_SOURCE[run.source_id]
     if comm == "fsdp" and "fsdp-mp-pure" not in run.variant:
         numerics["fsdp_precision"] = "default"  # Composer's preset, the tables' MP DEFAULT
-    if comm not in ("fsdp",):
+    if comm != "fsdp":
         numerics.pop("sharding", None)
         numerics.pop("fsdp_precision", None)
     framework = FRAMEWORK_NAMES.get(run.framework, run.framework)
