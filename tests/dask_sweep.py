@@ -32,9 +32,11 @@ def start_dask_sweep(
         "PYTHONPATH": str(REPO),
         "DDLSIM_CALIBRATION_DIR": str(tmp_path / "cal"),
     }
-    # 12 detailed configurations, a few seconds each on 2 workers: the signal lands mid-sweep
+    # 20 detailed configurations, about a minute on 2 workers of a 2-core machine: a piped bar
+    # logs its first line after 10 s (cli/progress.py), and that line must come mid-sweep on a
+    # machine several times faster too (12 configurations once took 11 s and ended first)
     argv = ["sweep", "--model", "resnet50", "vgg16", "inception3", "googlenet"]
-    argv += ["--gpus", "2048", "4096", "8192"]
+    argv += ["--gpus", "2048", "4096", "8192", "16384", "32768"]
     argv += ["--engine", "detailed", "--workers", "2", "-o", str(out)]
     proc = subprocess.Popen(
         [sys.executable, "-m", "ddlsim", *argv],
