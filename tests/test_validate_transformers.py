@@ -192,6 +192,13 @@ def test_cli_text_json_and_absolute(small: Path, capsys) -> None:
     assert "v100-sxm2 amp pytorch" in single and single["v100-sxm2 amp pytorch"]["n"] == 2
 
 
+def test_a_long_model_name_widens_its_column(small: Path, capsys) -> None:
+    """``transformer-xl-base`` (19 characters) keeps a space before the comm column."""
+    assert main(["validate", str(small), "--absolute"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("X-1 "))
+    assert line.split()[1:4] == ["transformer-xl-base", "single", "1"]
+
+
 #: the real file's anchored single-node scaling MAPE measured on 2026-11-27 (7.5%: ddp 5.2%,
 #: horovod-nccl 10.2%, other 4.5%; 426 rows), with a margin of one point
 SINGLE_NODE_MAPE_BOUND = 0.085

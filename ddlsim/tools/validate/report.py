@@ -38,20 +38,22 @@ def _value(row: RowResult, value: float | None) -> str:
 
 
 def format_rows(results: Sequence[RowResult]) -> list[str]:
-    """One line per predicted row: measured, predicted, error and baseline."""
+    """One line per predicted row: measured, predicted, error and baseline (a column widens to
+    its longest cell, e.g. ``transformer-xl-large``)."""
+    rows = [row for row in results if row.status == PREDICTED and row.run is not None]
+    id_w = max([24, *(len(row.run.run_id) for row in rows)]) + 1
+    model_w = max([13, *(len(row.run.model) for row in rows)]) + 1
+    comm_w = max([22, *(len(row.run.comm) for row in rows)]) + 1
     lines = [
-        f"{'run_id':<25}{'model':<14}{'comm':<23}{'gpus':>5}  {'network':<12}"
+        f"{'run_id':<{id_w}}{'model':<{model_w}}{'comm':<{comm_w}}{'gpus':>5}  {'network':<12}"
         f"{'measured':>11}{'predicted':>11}{'error':>9}  baseline"
     ]
-    for row in results:
-        if row.status != PREDICTED:
-            continue
+    for row in rows:
         run = row.run
-        assert run is not None  # a predicted row has one
         base = row.baseline.run_id if row.baseline else "not anchored"
         flag = "  [catalog assumption]" if row.assumption else ""
         lines.append(
-            f"{run.run_id:<25}{run.model:<14}{run.comm:<23}{run.gpus:>5}  "
+            f"{run.run_id:<{id_w}}{run.model:<{model_w}}{run.comm:<{comm_w}}{run.gpus:>5}  "
             f"{network_label(run):<12}{_value(row, row.measured):>11}"
             f"{_value(row, row.predicted):>11}{_pct(row.rel_error, True):>9}  {base}{flag}"
         )
