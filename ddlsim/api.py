@@ -18,6 +18,7 @@ from typing import Any
 from ddlsim.calibration import network as netcal_file
 from ddlsim.calibration import use as calibration_use
 from ddlsim.comm.base import CommModel
+from ddlsim.comm.sharded import COPY_OPS
 from ddlsim.config import record as reproduce
 from ddlsim.config.groups import JobConfig, SimulationConfig, SystemConfig, job
 from ddlsim.engine.simulate import SimOptions, SimResult, simulate
@@ -147,7 +148,7 @@ def predict_job(job: JobConfig) -> Prediction:
         scaling_efficiency=ips / (gpus * single_ips),
         single_gpu_images_per_sec=single_ips,
         time_to_train_s=time_to_train_s(ips, w.epochs, w.dataset_images),
-        breakdown={**sim.breakdown.to_dict(), **sim.sync_s},
+        breakdown={**sim.breakdown.to_dict(), **sim.sync_s, **_offload_parts(sim, setup)},
         inputs={
             **describe(job, setup, options),
             "epochs": w.epochs,
@@ -351,6 +352,22 @@ def _transformer_inputs(job: JobConfig, setup: Setup, samples_per_s: float) -> d
             "hfu": utilization(tokens_per_gpu_s, hw_fpt, device, gemm),
             "memory": need.to_dict(),
         }
+    }
+
+
+def _offload_parts(sim: SimResult, setup: Setup) -> dict[str, float]:
+    """A CPU offload's named parts of the iteration (none without one): the host's optimizer
+    step (``cpu_optimizer_s``, the update on the compute stream: part of ``compute_s``) and
+    the PCIe copies in flight (``offload_copy_s``, on the communication stream: within
+    ``comm_hidden_s`` + ``comm_exposed_s``), worker 0's last iteration."""
+    sh = setup.strategy.sharding
+    if sh is None or sh.offload == "none":
+        return {}
+    last = len(sim.iteration_times_s) - 1
+    copies = [s for s in sim.comm_spans if s.worker == 0 and s.iteration == last]
+    return {
+        "cpu_optimizer_s": setup.dag.nodes["update"]["duration_s"],
+        "offload_copy_s": sum(s.end_s - s.start_s for s in copies if s.kind in COPY_OPS),
     }
 
 

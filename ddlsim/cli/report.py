@@ -194,8 +194,10 @@ def _breakdown_lines(p: Prediction) -> list[str]:
         "(GPUs sharing a node; part of compute)",
         f"      comm interference         {_ms(b.get('interference_s', 0.0))}  "
         "(collectives holding SMs; part of compute)",
+        *_offload_lines(b, "cpu_optimizer_s"),
         f"    communication exposed       {_ms(b['comm_exposed_s'])}  "
         f"{100 * b['comm_exposed_s'] / it:5.1f} %",
+        *_offload_lines(b, "offload_copy_s"),
         f"    coordination / sync wait    {_ms(b['coordination_s'])}  "
         f"{100 * b['coordination_s'] / it:5.1f} %",
         f"      waiting for slowest rank  {_ms(b.get('straggler_wait_s', 0.0))}  "
@@ -207,6 +209,21 @@ def _breakdown_lines(p: Prediction) -> list[str]:
             f"{100 * b['input_stall_s'] / it:5.1f} %"
         )
     return lines
+
+
+#: a CPU offload's parts of the breakdown: (label, what it is part of)
+_OFFLOAD_PARTS = {
+    "cpu_optimizer_s": ("cpu optimizer step", "offload: the host's step; part of compute"),
+    "offload_copy_s": ("offload copies", "PCIe host<->GPU in flight, hidden or exposed"),
+}
+
+
+def _offload_lines(b: dict[str, float], key: str) -> list[str]:
+    """The line of a CPU offload's part ``key`` of the breakdown (none without an offload)."""
+    if key not in b:
+        return []
+    label, note = _OFFLOAD_PARTS[key]
+    return [f"      {label:<26}{_ms(b[key])}  ({note})"]
 
 
 def _assumption_lines(p: Prediction) -> list[str]:
@@ -276,7 +293,19 @@ def _schedule_lines(i: dict[str, Any]) -> list[str]:
         )
     return [
         f"    sharding       {how}; state over {sh['shards']} GPUs; parameters gathered in "
-        f"{8 * sh['param_bytes']}-bit, gradients reduced in {8 * sh['reduce_bytes']}-bit"
+        f"{8 * sh['param_bytes']}-bit, gradients reduced in {8 * sh['reduce_bytes']}-bit",
+        *_offload_line(sh),
+    ]
+
+
+def _offload_line(sh: dict[str, Any]) -> list[str]:
+    """A CPU offload's host step: what it moves and how fast (none without an offload)."""
+    if sh.get("offload", "none") == "none":
+        return []
+    return [
+        f"    offload        {sh['offload']} on the host: optimizer step "
+        f"{sh['host_step_bytes']:g} B/parameter of DRAM traffic at "
+        f"{sh['host_step_Bps'] / 1e9:.1f} GB/s per rank; shards copied over PCIe"
     ]
 
 

@@ -46,4 +46,8 @@ def transformer_lines(inputs: dict[str, Any]) -> list[str]:
         fit = f"    micro-batch   {t['micro_batch']}: the largest that fits (--batch max)"
         lines.insert(3, fit)
     lines += [f"      {words:<40}{mem[key]:8.2f} GB" for key, words in MEMORY_PARTS]
+    if "host_per_node_GB" in mem:  # a CPU offload's state in host memory
+        cap = mem["host_capacity_GB"]
+        of = f" of {cap:,.0f} GB" if cap is not None else " (the node's DRAM is not catalogued)"
+        lines.append(f"    host / node   {mem['host_per_node_GB']:,.1f} GB{of} (CPU offload)")
     return lines

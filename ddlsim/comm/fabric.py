@@ -35,7 +35,7 @@ from dataclasses import replace
 import numpy as np
 
 from ddlsim.comm.base import CommModel
-from ddlsim.comm.executor import Schedule, Step
+from ddlsim.comm.executor import Schedule, Step, flows
 from ddlsim.errors import ConfigError, SimulationError
 from ddlsim.system.specs import Cluster
 
@@ -147,6 +147,13 @@ class Fabric:
         out = np.where(same, self.res("host_mem", self.node(s)), self.res("nic_out", self.node(s)))
         inn = np.where(same, -1, self.res("nic_in", self.node(d)))
         return [out, inn], np.where(same, SHM_LATENCY_S, self.nic_latency_s)
+
+    def copies(self, nbytes: float, to_host: bool) -> Step:
+        """Every GPU copies ``nbytes`` to its host (``to_host``) or from it, over its PCIe
+        switch's uplink (shared by the GPUs behind the switch)."""
+        ranks = np.arange(self.n_ranks)
+        link = self.res("pcie_up" if to_host else "pcie_down", self.switch(ranks))
+        return flows(ranks, ranks, nbytes, [link], self.host_latency_s)
 
     def schedule(self, steps: list[Step]) -> Schedule:
         """A :class:`Schedule` of ``steps`` over this fabric."""

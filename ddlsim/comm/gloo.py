@@ -92,7 +92,5 @@ class GlooModel(ScheduledModel):
         ]
         if self.cpu_worker:
             return ring
-        sw = f.switch(ranks)
-        d2h = flows(ranks, ranks, nbytes, [f.res("pcie_up", sw)], f.host_latency_s)
-        h2d = flows(ranks, ranks, nbytes, [f.res("pcie_down", sw)], f.host_latency_s)
+        d2h, h2d = f.copies(nbytes, to_host=True), f.copies(nbytes, to_host=False)
         return [step(d2h), *ring, step(h2d)]

@@ -170,10 +170,8 @@ class MPIModel(ScheduledModel):
 
     def _schedule(self, nbytes: float, op: str, channel: int) -> list[Step]:
         f = self.fabric
-        ranks = np.arange(f.n_ranks)
         chunk = nbytes / f.n_ranks
-        d2h = flows(ranks, ranks, nbytes, [f.res("pcie_up", f.switch(ranks))], f.host_latency_s)
-        h2d = flows(ranks, ranks, nbytes, [f.res("pcie_down", f.switch(ranks))], f.host_latency_s)
+        d2h, h2d = f.copies(nbytes, to_host=True), f.copies(nbytes, to_host=False)
         return [
             step(d2h),
             step(self._ring(chunk, reduce=True), repeat=f.n_ranks - 1),

@@ -16,6 +16,12 @@ each rank all-reduces its 1/g shard of the gradients with the ranks holding the 
 the other nodes (``allreduce-replicas``: a ring of n ranks, one per node; the g local rings
 share the node's NICs, so each sees 1/g of them).
 
+With CPU offload (:mod:`ddlsim.execution.offload`) the method also copies shards between a GPU
+and its host: ``h2d`` / ``d2h`` of ``S`` bytes per GPU, a DMA over the host link at
+``latency + S / (host bandwidth / GPUs behind the PCIe switch)`` (the switch's GPUs copy at the
+same time); the detailed engine runs them as flows over the switches' ``pcie_down`` /
+``pcie_up``, which share them the same way.
+
 The detailed engine executes the same choice over the cluster's links: a ring step of N flows
 repeated N-1 times, rescaled so that it takes NCCL's time when every rank starts together
 (:func:`~ddlsim.comm.fabric.timed_step`); the hybrid calls run as the flat ones.
@@ -28,13 +34,14 @@ from dataclasses import replace
 
 import numpy as np
 
-from ddlsim.comm.executor import Step
+from ddlsim.comm.executor import Schedule, Step
 from ddlsim.comm.fabric import timed_step
 from ddlsim.comm.nccl import Choice, Topology, choose_half_ring
 from ddlsim.comm.nccl import choose as nccl_choose
 from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.comm.ring import ring_flows
 from ddlsim.errors import ConfigError
+from ddlsim.execution.offload import copy_Bps
 
 #: the calls a sharded method makes, and the nccl-tests collective each one is
 SHARDED_OPS = {
@@ -45,6 +52,8 @@ SHARDED_OPS = {
     "reducescatter-node": "reduce_scatter",
     "allreduce-replicas": "all_reduce",
 }
+#: CPU offload's copies: host-to-device, device-to-host (DMA, not NCCL: they hold no SMs)
+COPY_OPS = ("h2d", "d2h")
 
 
 def node_topology(topo: Topology) -> Topology:
@@ -77,7 +86,25 @@ class ShardedModel(NcclAllreduceModel):
     """NCCL's all-gather, reduce-scatter and all-reduce for FSDP / ZeRO (see module)."""
 
     name = "fsdp"
-    ops = tuple(SHARDED_OPS)
+    ops = (*SHARDED_OPS, *COPY_OPS)
+
+    def copy_Bps(self) -> float:
+        """The bandwidth one GPU's copy to or from its host gets (:func:`copy_Bps`)."""
+        return copy_Bps(self.cluster.host.bandwidth_Bps, self.cluster.gpus_per_pcie_switch)
+
+    def time_s(self, nbytes: float, op: str = "allreduce", channel: int = 0) -> float:
+        """As :meth:`ScheduledModel.time_s`; a copy costs its DMA on one GPU too."""
+        if op in COPY_OPS and nbytes > 0:
+            self._check(op, channel)
+            return self.cluster.host.latency_s + nbytes / self.copy_Bps()
+        return super().time_s(nbytes, op, channel)
+
+    def schedule(self, nbytes: float, op: str = "allreduce", channel: int = 0) -> Schedule:
+        """As :meth:`ScheduledModel.schedule`; a copy is scheduled on one GPU too."""
+        if op in COPY_OPS and nbytes > 0 and self.cluster.n_gpus == 1:
+            self._check(op, channel)
+            return self.fabric.schedule(self._schedule(float(nbytes), op, channel))
+        return super().schedule(nbytes, op, channel)
 
     def call_choice(self, op: str, nbytes: float) -> Choice:
         """The (algorithm, protocol) and time of one ``op`` of ``nbytes``."""
@@ -95,8 +122,8 @@ class ShardedModel(NcclAllreduceModel):
         return choose_half_ring(node_topology(topo), self.version, float(nbytes), self.protocol)
 
     def label(self, nbytes: float, op: str = "allreduce") -> dict[str, str]:
-        """``{"algorithm", "protocol"}`` of one ``op`` (empty for one GPU or no bytes)."""
-        if nbytes <= 0 or self.cluster.n_gpus == 1:
+        """``{"algorithm", "protocol"}`` of one ``op`` (empty for a copy, one GPU or no bytes)."""
+        if nbytes <= 0 or self.cluster.n_gpus == 1 or op in COPY_OPS:
             return {}
         return self.call_choice(op, nbytes).label()
 
@@ -104,6 +131,8 @@ class ShardedModel(NcclAllreduceModel):
         return self.call_choice(op, nbytes).time_s
 
     def _schedule(self, nbytes: float, op: str, channel: int) -> list[Step]:
+        if op in COPY_OPS:
+            return [self.fabric.copies(nbytes, to_host=op == "d2h")]
         if op == "allreduce":
             return super()._schedule(nbytes, op, channel)
         f = self.fabric

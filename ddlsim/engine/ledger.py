@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ddlsim.comm.sharded import COPY_OPS
 from ddlsim.engine.plan import CommOp
 
 #: per-worker times: a float for one worker, an array for several
@@ -45,7 +46,7 @@ class Ledger:
         """The operations ``group`` of iteration ``it`` (run as ``op``) ran at ``now`` from
         ``starts`` to ``ends``."""
         ops = self.ops
-        if self.track_in_flight:
+        if self.track_in_flight and op.op not in COPY_OPS:  # a copy's DMA holds no SMs
             self.in_flight.append((now, starts, ends))
         if len(group) == 1:
             self.done[(it, group[0])] = (now, ends)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ddlsim.comm.base import CommModel
+from ddlsim.comm.sharded import COPY_OPS
 from ddlsim.engine.breakdown import Breakdown, intervals_breakdown, mean_breakdown, near
 from ddlsim.engine.budget import DEFAULT_MAX_EVENTS, Estimate, check_detailed
 from ddlsim.engine.core import SYNC_PARTS, EngineConfig, RunRecord, Span, Trace, simulate_plan
@@ -119,6 +120,8 @@ def _detailed_cost(comm: CommModel, counts: list[float]):
             if s.n_flows:
                 counts[0] += s.repeat
                 counts[1] += s.repeat * s.n_flows
+        if np.ndim(starts) == 0:  # one worker (a CPU offload's copies on one GPU)
+            return float(execute(schedule, np.array([starts]))[0])
         return execute(schedule, starts)
 
     return cost
@@ -155,7 +158,9 @@ def simulate(
                 f"0..{cluster.n_gpus - 1} and slowdowns in (0, 100]"
             )
     sync = opts.sync
-    plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1)
+    # one GPU exchanges nothing, but a CPU offload still copies between it and its host
+    copies = any(d.get("op") in COPY_OPS for _, d in dag.nodes(data=True))
+    plan = plan_from_dag(dag, with_comm=cluster.n_gpus > 1 or copies)
     detailed = opts.engine == "detailed"
     n_workers = cluster.n_gpus if detailed else 1
     if detailed:  # refuse, before it starts, a run too large to finish or to fit in memory
@@ -176,6 +181,7 @@ def simulate(
             *(tuple(x) for x in (plan.fwd_names, plan.fwd_s, plan.bwd_names, plan.bwd_s)),
             plan.update_s, plan.input_s, opts.warmup_iterations, opts.measured_iterations,
             sync.contention(cluster), opts.trace_workers,
+            tuple((op.op, op.nbytes, op.issue_pos, op.wait_pos) for op in plan.ops),
         )  # fmt: skip
         if alone in _ALONE:
             return _ALONE[alone]

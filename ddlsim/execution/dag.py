@@ -28,7 +28,7 @@ from typing import Any
 
 from ddlsim.comm.placement import place, rule_for
 from ddlsim.execution.schedules import Item, partitions, plan_buckets
-from ddlsim.execution.sharded import sharded_calls
+from ddlsim.execution.sharded import host_step_s, sharded_calls
 from ddlsim.execution.strategy import Strategy
 from ddlsim.workload.workload import Workload
 
@@ -273,8 +273,11 @@ def _add_compute_nodes(
             bwd[idx] = node
             prev = node
     update_s = workload.profile.unattributed_time_s
-    if strategy.sharding is not None and with_comm:  # the optimizer on this GPU's shard
-        update_s *= strategy.sharding.optimizer_fraction
+    sh = strategy.sharding
+    if sh is not None and with_comm:  # the optimizer on this GPU's shard (offload: the host's)
+        update_s *= sh.optimizer_fraction
+        if sh.offload != "none":
+            update_s = host_step_s(sh, workload.model.n_params)
     update = add("update", NodeKind.UPDATE, stream="compute", duration_s=update_s)
     g.add_edge(prev, update, kind=EdgeKind.CONTROL)
     return fwd, bwd, update

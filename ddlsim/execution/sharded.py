@@ -32,15 +32,24 @@ the last micro-step's backward; both all-gather the updated parameters in bucket
 ``allgather_bucket_size`` elements after the optimizer step (before the next forward).
 Without ``overlap_comm`` (DeepSpeed's default for stages 1 and 2) a reduction runs on the
 compute stream: the backward waits for it.
+
+CPU offload (:mod:`ddlsim.execution.offload`) adds copies to the calls (:func:`with_copies`),
+each on the stream of the call it belongs to, so it overlaps compute where that call does and
+serialises with it: an ``h2d`` of the unit's shard before each gather (``params``), a ``d2h``
+of the reduced gradient shard after each reduction, and (``optimizer``) an ``h2d`` of the
+updated 16-bit partition before the next forward's first gather; the optimizer step runs on
+the host (:func:`host_step_s`), after the last gradient arrives and before the next forward.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ddlsim.comm import SHARDED_METHODS
 from ddlsim.errors import ConfigError
+from ddlsim.execution.offload import OFFLOADS
 from ddlsim.workload.layers import LayerKind, ModelSpec
 from ddlsim.workload.workload import Workload
 
@@ -60,7 +69,10 @@ ZERO_BUCKET_ELEMENTS = 500_000_000
 class Sharding:
     """How a sharded method runs (see module). ``shards``: the GPUs one copy of the state is
     split over (N; a node's g for ``hybrid_shard``); ``param_bytes`` / ``reduce_bytes``: bytes
-    per element of the gathered parameters and of the reduced gradients."""
+    per element of the gathered parameters and of the reduced gradients. ``offload``: what
+    lives in host memory (:data:`~ddlsim.execution.offload.OFFLOADS`); ``host_step_bytes``
+    the DRAM bytes per parameter of the host's optimizer step and ``host_step_Bps`` the rate
+    one rank streams them at."""
 
     method: str
     shards: int
@@ -74,6 +86,9 @@ class Sharding:
     overlap_comm: bool = True
     reduce_bucket_elements: int = ZERO_BUCKET_ELEMENTS
     allgather_bucket_elements: int = ZERO_BUCKET_ELEMENTS
+    offload: str = "none"
+    host_step_bytes: float = 0.0
+    host_step_Bps: float = 0.0
 
     def __post_init__(self) -> None:
         if self.method not in SHARDED_METHODS:
@@ -82,6 +97,29 @@ class Sharding:
             raise ConfigError(f"sharding {self.sharding!r}: expected one of {SHARDINGS}")
         if self.backward_prefetch not in BACKWARD_PREFETCH:
             raise ConfigError(f"backward prefetch {self.backward_prefetch!r}: {BACKWARD_PREFETCH}")
+        if self.offload not in OFFLOADS:
+            raise ConfigError(f"--offload {self.offload!r}: expected one of {OFFLOADS}")
+        if self.offload == "params" and self.method in ("zero1", "zero2"):
+            raise ConfigError(
+                f"--offload params with --comm {self.method}: DeepSpeed offloads parameters "
+                "(offload_param) at ZeRO stage 3 only; use --offload optimizer or --comm zero3"
+            )
+        if self.offload == "params" and self.sharding == "no_shard":
+            raise ConfigError(
+                "--offload params with --sharding no_shard: FSDP then copies the whole model "
+                "to the GPU every forward; not modelled (use a sharded strategy)"
+            )
+        if self.offload == "optimizer" and self.method == "fsdp":
+            raise ConfigError(
+                "--offload optimizer with --comm fsdp: FSDP's CPUOffload moves the parameters, "
+                "their gradients and the optimizer step to the host together: --offload params"
+            )
+
+    @property
+    def host_param_bytes(self) -> int:
+        """Bytes per element of a parameter shard kept on the host (``params``): FSDP's fp32
+        flat parameter, ZeRO-Infinity's 16-bit partition."""
+        return 4 if self.method == "fsdp" else self.param_bytes
 
     @property
     def per_micro_step(self) -> bool:
@@ -157,7 +195,34 @@ def sharded_calls(
         start = bwd(m - 1, 0) if m > 0 else None  # the previous micro-step's last node
         calls += _forward_gathers(sh, groups, n_params, layers, m, fwd, start)
         calls += _backward_calls(sh, groups, n_params, layers, m, fwd, bwd)
-    return calls
+    return with_copies(calls, sh, sum(n_params), fwd)
+
+
+def with_copies(calls: list[_Call], sh: Sharding, n_params: int, fwd) -> list[_Call]:
+    """``calls`` with CPU offload's copies (module docstring), in issue order: a copy rides on
+    the stream (issue and wait points) of the call it precedes or follows. Bytes per GPU:
+    the shard's elements (a gather's or a reduce-scatter's buffer over ``shards``) at
+    :attr:`Sharding.host_param_bytes` going up, fp32 gradients (4 bytes) coming down."""
+    if sh.offload == "none":
+        return calls
+    out: list[_Call] = []
+    if sh.offload == "optimizer":  # the updated partition, before the first gather
+        nbytes = math.ceil(n_params / sh.shards) * sh.param_bytes
+        every = list(dict.fromkeys(name for c in calls for name in c.layers))
+        out.append(_Call("h2d", nbytes, every, None, fwd(0, 0)))
+    for c in calls:
+        if sh.offload == "params" and c.op in ("allgather", "allgather-node"):
+            shard = math.ceil(c.nbytes / sh.param_bytes / sh.shards)
+            out.append(_Call("h2d", shard * sh.host_param_bytes, c.layers, c.issue_after,
+                             c.wait_before))  # fmt: skip
+        out.append(c)
+        if c.op in ("reducescatter", "allreduce", "allreduce-replicas"):
+            elements = c.nbytes / sh.reduce_bytes
+            if c.op == "reducescatter":
+                elements /= sh.shards
+            out.append(_Call("d2h", math.ceil(elements) * 4, c.layers, c.issue_after,
+                             c.wait_before))  # fmt: skip
+    return out
 
 
 def _names(layers, idx: list[int]) -> list[str]:
@@ -261,7 +326,16 @@ def _zero12_calls(workload, sh, fwd, bwd, micro_steps, n_params) -> list[_Call]:
     for bucket in _buckets(sorted(order), n_params, sh.allgather_bucket_elements):
         nbytes = sum(n_params[i] for i in bucket) * sh.param_bytes
         calls.append(_Call("allgather", nbytes, _names(layers, bucket), None, fwd(0, 0)))
-    return calls
+    return with_copies(calls, sh, sum(n_params), fwd)
+
+
+def host_step_s(sh: Sharding, n_params: int) -> float:
+    """Seconds of the host's optimizer step on one rank's shard of ``n_params`` parameters:
+    :attr:`Sharding.host_step_bytes` per parameter streamed at :attr:`Sharding.host_step_Bps`
+    (0 without offload)."""
+    if sh.offload == "none":
+        return 0.0
+    return n_params * sh.optimizer_fraction * sh.host_step_bytes / sh.host_step_Bps
 
 
 def _buckets(order: list[int], n_params: list[int], cap: int) -> list[list[int]]:

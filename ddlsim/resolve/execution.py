@@ -16,17 +16,26 @@ from ddlsim.comm.base import CommModel
 from ddlsim.config.groups import ExecutionConfig
 from ddlsim.errors import ConfigError
 from ddlsim.execution.horovod import horovod_release
+from ddlsim.execution.offload import host_step_Bps, host_step_bytes_per_param
 from ddlsim.execution.sharded import Sharding
 from ddlsim.execution.strategy import Strategy
+from ddlsim.system.hosts import default_host_cpu
 from ddlsim.system.specs import Cluster
 from ddlsim.units import MiB
 
 
 def resolve_strategy(
-    x: ExecutionConfig, cluster: Cluster, *, batch: int, precision: str, data: str
+    x: ExecutionConfig,
+    cluster: Cluster,
+    *,
+    batch: int,
+    precision: str,
+    data: str,
+    optimizer: str = "adamw",
 ) -> Strategy:
     """The execution's :class:`Strategy` for the resolved batch and precision; the Horovod
-    release gives the fusion threshold and cycle time unless ``x`` sets them."""
+    release gives the fusion threshold and cycle time unless ``x`` sets them; ``optimizer``
+    is the one a CPU offload steps on the host."""
     release = horovod_release(x.horovod_version)
     fusion_bytes = release.fusion_threshold_bytes
     if x.fusion_threshold_mb is not None:
@@ -57,15 +66,22 @@ def resolve_strategy(
         schedule=x.schedule,
         partition_bytes=round(x.partition_mb * MiB),
         **_ddp_caps(x.bucket_cap_mb),
-        **_sharded(x, cluster, precision),
+        **_sharded(x, cluster, precision, optimizer),
     )
 
 
-def _sharded(x: ExecutionConfig, cluster: Cluster, precision: str) -> dict[str, object]:
+def _sharded(
+    x: ExecutionConfig, cluster: Cluster, precision: str, optimizer: str
+) -> dict[str, object]:
     """A sharded method's :class:`Sharding` and the micro-steps its DAG unrolls (none for
     the other methods). Dtypes: FSDP's mixed-precision policy (Composer's presets; ``auto``:
     DEFAULT under amp / bf16, FULL at fp32); DeepSpeed communicates in the model's dtype."""
     if x.comm not in SHARDED_METHODS:
+        if x.offload != "none":
+            raise ConfigError(
+                f"--offload {x.offload} with --comm {x.comm}: CPU offload is FSDP's and "
+                "DeepSpeed ZeRO's (--comm fsdp|zero1|zero2|zero3)"
+            )
         return {}
     half = precision != "fp32"
     policy = x.fsdp_precision
@@ -102,8 +118,31 @@ def _sharded(x: ExecutionConfig, cluster: Cluster, precision: str) -> dict[str, 
         overlap_comm=overlap or not zero,
         reduce_bucket_elements=x.reduce_bucket_size,
         allgather_bucket_elements=x.allgather_bucket_size,
+        **_offload(x.offload, x.comm, cluster, precision, optimizer),
     )
     return {"sharding": sh, "micro_steps": x.grad_accum if sh.per_micro_step else 1}
+
+
+def _offload(
+    offload: str, method: str, cluster: Cluster, precision: str, optimizer: str
+) -> dict[str, object]:
+    """A CPU offload's host step: its DRAM bytes per parameter and the rate one rank streams
+    them at on the node's host (:mod:`ddlsim.execution.offload`; the host CPU by the GPU's
+    host link, :func:`ddlsim.system.hosts.default_host_cpu`)."""
+    if offload == "none":
+        return {}
+    host = default_host_cpu(cluster.device)
+    if host.node_mem_Bps is None:
+        raise ConfigError(
+            f"--offload {offload}: the host of {cluster.device.id} ({host.name}) has no DRAM "
+            "bandwidth in the host catalog"
+        )
+    rate = host_step_Bps(method, host.node_mem_Bps, host.core_mem_Bps, cluster.local_gpus)
+    return {
+        "offload": offload,
+        "host_step_bytes": host_step_bytes_per_param(method, optimizer, precision),
+        "host_step_Bps": rate,
+    }
 
 
 def _ddp_caps(bucket_cap_mb: float | None) -> dict[str, int]:

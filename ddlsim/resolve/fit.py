@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ddlsim.compute.transformer_step import Numerics
-from ddlsim.config.groups import ExecutionConfig, SystemConfig, WorkloadConfig
+from ddlsim.config.groups import ExecutionConfig, SystemConfig, WorkloadConfig, optimizer_of
 from ddlsim.config.knob import MAX_BATCH
 from ddlsim.errors import ConfigError
 from ddlsim.execution.strategy import Strategy
@@ -87,11 +87,18 @@ def fewest_gpus(
     def need(gpus: int) -> tuple[Memory, Numerics, DeviceSpec]:
         cluster = resolve_system(replace(s, gpus=gpus), names.gpu, nccl=nccl)
         strategy = resolve_strategy(
-            x, cluster, batch=names.batch, precision=names.precision, data=w.data
+            x,
+            cluster,
+            batch=names.batch,
+            precision=names.precision,
+            data=w.data,
+            optimizer=optimizer_of(w),
         )
         device = cluster.device
         numerics = transformer_numerics(cfg, x, device, strategy.precision, w.tf32)
-        memory = step_memory(cfg, names.batch, w, x, device, strategy, numerics, spec)
+        memory = step_memory(
+            cfg, names.batch, w, x, device, strategy, numerics, spec, cluster.local_gpus
+        )
         return memory, numerics, device
 
     node = s.gpus_per_node or resolve_system(replace(s, gpus=MAX_GPUS), names.gpu).local_gpus

@@ -105,7 +105,12 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
         s = replace(s, gpus=_fewest_gpus(w, s, x, names))
     cluster = resolve_system(s, names.gpu, nccl=x.comm in NCCL_METHODS)
     strategy = resolve_strategy(
-        x, cluster, batch=names.batch, precision=names.precision, data=w.data
+        x,
+        cluster,
+        batch=names.batch,
+        precision=names.precision,
+        data=w.data,
+        optimizer=optimizer_of(w),
     )
     if strategy.precision == "amp" and cluster.device.peak_fp16_flops is None:
         raise ConfigError(
@@ -147,7 +152,12 @@ def _transformer(
     if w.batch == BATCH_MAX:
         names = replace(names, batch=max_batch(w, x, names, cluster, strategy))
         strategy = resolve_strategy(
-            x, cluster, batch=names.batch, precision=names.precision, data=w.data
+            x,
+            cluster,
+            batch=names.batch,
+            precision=names.precision,
+            data=w.data,
+            optimizer=optimizer_of(w),
         )
     compute, need = resolve_transformer_compute(w, x, names, cluster, strategy)
     return names, strategy, compute, need

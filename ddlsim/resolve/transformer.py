@@ -10,6 +10,8 @@ CNN's predict does not load the transformer compute model.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ddlsim.calibration.transformer import Step, transformer_profile
 from ddlsim.compute.gemm import check_precision
 from ddlsim.compute.stack import Stack
@@ -17,9 +19,11 @@ from ddlsim.compute.transformer_ops import flash_version
 from ddlsim.compute.transformer_step import Numerics
 from ddlsim.config.groups import ExecutionConfig, WorkloadConfig, optimizer_of
 from ddlsim.errors import ConfigError
+from ddlsim.execution.offload import host_state_bytes_per_param
 from ddlsim.execution.sharded import units_of
 from ddlsim.execution.strategy import Strategy
 from ddlsim.resolve.calibration import Compute, Names, _with_provenance
+from ddlsim.system.hosts import default_host_cpu
 from ddlsim.system.specs import Cluster, DeviceSpec
 from ddlsim.workload.layers import ModelSpec
 from ddlsim.workload.transformers.config import TransformerConfig
@@ -88,9 +92,16 @@ def resolve_transformer_compute(
                 mixed=strategy.precision != "fp32", optimizer_kernels=kernels)  # fmt: skip
     # a sharded method's DAG unrolls its micro-steps; the others fold K - 1 into one stage
     spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1 and strategy.micro_steps == 1)
-    need = step_memory(cfg, step.batch, w, x, device, strategy, numerics, spec)
+    need = step_memory(cfg, step.batch, w, x, device, strategy, numerics, spec,
+                       cluster.local_gpus)  # fmt: skip
     if not need.fits:
         raise ConfigError(too_big(cfg, step.batch, device, need, numerics))
+    if not need.host_fits:
+        raise ConfigError(
+            f"--offload {x.offload}: {cfg.name}'s offloaded state needs "
+            f"{need.host_bytes / 1e9:.0f} GB of host memory per node, the node has "
+            f"{(need.host_capacity_bytes or 0) / 1e9:.0f} GB: shard it over more nodes"
+        )
     prof = transformer_profile(cfg, spec, device, step, strategy.precision)
     if w.single_gpu_throughput is not None:  # the step's samples at the anchor's rate
         samples = strategy.batch_per_gpu * x.grad_accum
@@ -110,17 +121,29 @@ def step_memory(
     strategy: Strategy,
     numerics: Numerics,
     spec: ModelSpec,
+    ranks_per_node: int = 1,
 ) -> Memory:
     """The memory per GPU of the job's step at micro-batch ``batch``
-    (:func:`ddlsim.workload.transformers.memory.memory`)."""
+    (:func:`ddlsim.workload.transformers.memory.memory`); with a CPU offload, the host memory
+    the node's ``ranks_per_node`` ranks need (each its shard) and the node's DRAM (the host
+    catalog's reference server, :func:`ddlsim.system.hosts.default_host_cpu`)."""
     exchange = "ddp" if strategy.comm == "ddp" else "horovod" if strategy.is_horovod else ""
-    return memory(
+    need = memory(
         cfg, batch, cfg.seq, n_params=spec.n_params, capacity_bytes=device.memory_bytes,
         mixed=strategy.precision != "fp32", optimizer=optimizer_of(w),
         flash=numerics.flash, checkpointing=numerics.checkpointing, exchange=exchange,
         fusion_bytes=strategy.fusion_threshold_bytes,
         sharded=sharded_memory(strategy, spec),
     )  # fmt: skip
+    sh = strategy.sharding
+    if sh is None or sh.offload == "none":
+        return need
+    # each rank's shard of the offloaded state, times the node's ranks
+    per_param = host_state_bytes_per_param(sh.method, sh.offload, optimizer_of(w),
+                                           strategy.precision)  # fmt: skip
+    host_bytes = spec.n_params / sh.shards * per_param * ranks_per_node
+    return replace(need, host_bytes=host_bytes,
+                   host_capacity_bytes=default_host_cpu(device).node_dram_bytes)  # fmt: skip
 
 
 #: ZeRO stage of each sharded method and FSDP strategy (:class:`ShardedState`)
@@ -148,7 +171,7 @@ def sharded_memory(strategy: Strategy, spec: ModelSpec) -> ShardedState | None:
         params = [sum(spec.layers[i].grad_bytes("fp32") // 4 for i in g) for g in groups]
         root_params, unit_params = params[0], max(params[1:])
     return ShardedState(stage, sh.shards, unit_params, root_params, sh.param_bytes, 3,
-                        buffer_bytes)  # fmt: skip
+                        buffer_bytes, sh.offload)  # fmt: skip
 
 
 def too_big(
@@ -170,6 +193,7 @@ def too_big(
                 if stage in (1, 2) and whole > need.capacity_bytes
                 else "shard them over more GPUs (a larger --gpus, or --gpus min)"
             )
+            + ("" if need.host_bytes else "; or move them to the host (--offload)")
             if stage is not None
             else "its weights, gradients, optimizer state and exchange buffers alone do not fit: "
             "data parallelism keeps them whole on every GPU (--comm fsdp or zero1 / zero2 / "

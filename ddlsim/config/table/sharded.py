@@ -4,13 +4,15 @@
 Names and defaults are the frameworks' own: PyTorch's ``FullyShardedDataParallel`` arguments
 (``sharding_strategy``, ``backward_prefetch``, ``forward_prefetch``, ``limit_all_gathers``),
 Composer's mixed-precision presets and DeepSpeed's ZeRO configuration (``overlap_comm``,
-``reduce_bucket_size``, ``allgather_bucket_size``); docs/design.md cites the sources.
+``reduce_bucket_size``, ``allgather_bucket_size``, ``offload_optimizer`` / ``offload_param``,
+FSDP's ``CPUOffload``); docs/design.md cites the sources.
 """
 
 from __future__ import annotations
 
 from ddlsim.config.checks import Range, Vocabulary
 from ddlsim.config.knob import Applies, Knob, comm_in
+from ddlsim.execution.offload import OFFLOADS
 from ddlsim.execution.sharded import (
     BACKWARD_PREFETCH,
     FSDP_PRECISIONS,
@@ -21,6 +23,8 @@ from ddlsim.execution.sharded import (
 _FSDP = Applies(comm_in("fsdp"), "it applies to --comm fsdp", ("comm",))
 _ZERO = Applies(comm_in("zero1", "zero2", "zero3"), "it applies to --comm zero1|zero2|zero3",
                 ("comm",))  # fmt: skip
+_SHARDED = Applies(comm_in("fsdp", "zero1", "zero2", "zero3"),
+                   "it applies to --comm fsdp|zero1|zero2|zero3", ("comm",))  # fmt: skip
 _ZERO12 = Applies(comm_in("zero1", "zero2"), "it applies to --comm zero1|zero2", ("comm",))
 
 ROWS: tuple[Knob, ...] = (
@@ -137,5 +141,19 @@ ROWS: tuple[Knob, ...] = (
         parse="int",
         metavar="ELEMENTS",
         applies=_ZERO12,
+    ),
+    Knob(
+        "offload",
+        "execution",
+        "none",
+        "str",
+        "--offload",
+        "--comm fsdp|zero1|zero2|zero3: CPU offload: optimizer (DeepSpeed's offload_optimizer: "
+        "the fp32 master, moments and gradients on the host, the step on the CPU; ZeRO 1-3), "
+        "params (FSDP's CPUOffload(offload_params=True); ZeRO-3's offload_param with "
+        "offload_optimizer: the parameter shards too) or none (default: none)",
+        check=Vocabulary("offload", lambda: OFFLOADS),
+        choices=lambda: OFFLOADS,
+        applies=_SHARDED,
     ),
 )

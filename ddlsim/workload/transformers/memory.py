@@ -19,6 +19,9 @@ Under plain data parallelism every rank holds the whole model; sharded methods s
   only its input; one block's full set lives during its recompute.
 - **the logits** of the output head (``b·s·V``) and their fp32 loss, and the embedding's
   output.
+- **CPU offload** (:class:`ShardedState` ``offload``) moves the optimizer state with its fp32
+  master and the gradient shard (``optimizer``), and the parameter shard too (``params``), to
+  host memory: what the node's host then holds is :attr:`Memory.host_bytes`.
 - **a reserve** for the CUDA context, cuBLAS / cuDNN workspaces and the caching allocator's
   fragmentation (:data:`RESERVE_BYTES`, an assumption stated in the report).
 """
@@ -51,6 +54,9 @@ class Memory:
     capacity_bytes: float
     #: how a sharded method splits the state (:attr:`ShardedState.stage`; None: it does not)
     sharded_stage: int | str | None = None
+    #: host memory a CPU offload needs on each node, and the node's DRAM (None: unknown)
+    host_bytes: float = 0.0
+    host_capacity_bytes: float | None = None
 
     @property
     def total_bytes(self) -> float:
@@ -65,8 +71,14 @@ class Memory:
         """Whether the step fits the GPU's memory."""
         return self.total_bytes <= self.capacity_bytes
 
-    def to_dict(self) -> dict[str, float | bool]:
-        """The parts in GB (1e9 bytes), the total, the capacity and whether it fits."""
+    @property
+    def host_fits(self) -> bool:
+        """Whether what an offload keeps on the host fits the node's DRAM (where known)."""
+        return self.host_capacity_bytes is None or self.host_bytes <= self.host_capacity_bytes
+
+    def to_dict(self) -> dict[str, float | bool | None]:
+        """The parts in GB (1e9 bytes), the total, the capacity and whether it fits; with a CPU
+        offload, the host memory per node and the node's DRAM."""
         parts = {
             "params": self.params_bytes,
             "grads": self.grads_bytes,
@@ -78,7 +90,15 @@ class Memory:
             "total": self.total_bytes,
             "capacity": self.capacity_bytes,
         }
-        return {**{f"{k}_GB": v / 1e9 for k, v in parts.items()}, "fits": self.fits}
+        out: dict[str, float | bool | None] = {
+            **{f"{k}_GB": v / 1e9 for k, v in parts.items()},
+            "fits": self.fits,
+        }
+        if self.host_bytes > 0:
+            cap = self.host_capacity_bytes
+            out["host_per_node_GB"] = self.host_bytes / 1e9
+            out["host_capacity_GB"] = None if cap is None else cap / 1e9
+        return out
 
 
 @dataclass(frozen=True)
@@ -91,7 +111,9 @@ class ShardedState:
     units gathered in flight, ``in_flight_units`` of ``unit_params`` parameters at
     ``param_bytes`` (the one computing and the prefetched), one unit's unsharded gradient, and
     the root unit (embedding, head: ``root_params``) the whole step; ``buffer_bytes`` is the
-    framework's own reduction buffer (DeepSpeed's contiguous-gradient bucket)."""
+    framework's own reduction buffer (DeepSpeed's contiguous-gradient bucket). ``offload``:
+    what a CPU offload keeps on the host instead (``optimizer``: the state, the master and,
+    from stage 2, the gradient shard; ``params``: the parameter shard too)."""
 
     stage: int | str
     shards: int
@@ -100,6 +122,7 @@ class ShardedState:
     param_bytes: int = 2
     in_flight_units: int = 3
     buffer_bytes: float = 0.0
+    offload: str = "none"
 
 
 def sharded_state(
@@ -120,8 +143,14 @@ def sharded_state(
         gathered = sh.in_flight_units * sh.unit_params + sh.root_params
         if sh.stage == "shard_grad_op":  # every unit stays gathered from forward to backward
             gathered = n_params
-        weights = weights / n + gathered * sh.param_bytes
+        shard = 0.0 if sh.offload == "params" else weights / n  # the shard on the host
+        weights = shard + gathered * sh.param_bytes
+        grads = 0.0 if sh.offload != "none" else grads  # the fp32 shard on the host
         grads += sh.unit_params * p  # the unit whose gradient is being reduced
+    elif sh.offload != "none" and sh.stage == 2:  # the partition goes to the host's buffer
+        grads = 0.0
+    if sh.offload != "none":
+        optimizer = 0.0
     return weights, grads, optimizer, sh.buffer_bytes
 
 
