@@ -22,7 +22,7 @@ from ddlsim.execution.offload import (
     host_step_bytes_per_param,
 )
 from ddlsim.execution.sharded import Sharding, host_step_s
-from ddlsim.system.catalog import build_cluster
+from ddlsim.system.catalog import build_cluster, host_link
 from ddlsim.system.hosts import default_host_cpu, host_cpu
 
 GB = 1e9
@@ -38,9 +38,15 @@ def test_a_copy_is_its_bytes_over_the_gpus_share_of_the_switch() -> None:
     model = make_comm_model("zero3", cluster)
     share = cluster.host.bandwidth_Bps / cluster.gpus_per_pcie_switch
     assert cluster.gpus_per_pcie_switch == 2  # DGX A100: 2 GPUs per PCIe switch
-    for op in COPY_OPS:
+    for op in ("h2d", "d2h"):  # pinned: the host link's DMA rate
         expect = cluster.host.latency_s + 2**30 / share
         assert model.time_s(2**30, op) == pytest.approx(expect)
+    pageable = host_link("pcie4").bandwidth_Bps("tcp") / 2  # the catalog's pageable rate
+    assert pageable < share
+    for op in ("h2d-pageable", "d2h-pageable"):
+        expect = cluster.host.latency_s + 2**30 / pageable
+        assert model.time_s(2**30, op) == pytest.approx(expect)
+    assert set(COPY_OPS) <= set(model.ops)
     assert copy_Bps(25.2e9, 2) == pytest.approx(12.6e9)
     # one GPU still copies (no collective, but the DMA to its host)
     one = make_comm_model("zero2", build_cluster("a100", 1, nccl=True))
@@ -56,8 +62,9 @@ def test_the_detailed_schedule_of_a_copy_takes_the_closed_form() -> None:
 
     for gpus in (1, 8):
         model = make_comm_model("fsdp", build_cluster("a100", gpus, nccl=True))
-        ends = execute(model.schedule(2**28, "h2d"), np.zeros(gpus))
-        assert ends.max() == pytest.approx(model.time_s(2**28, "h2d"), rel=1e-9)
+        for op in COPY_OPS:
+            ends = execute(model.schedule(2**28, op), np.zeros(gpus))
+            assert ends.max() == pytest.approx(model.time_s(2**28, op), rel=1e-9)
 
 
 def test_one_shard_host_step_is_its_bytes_over_the_rate() -> None:
@@ -150,6 +157,20 @@ def test_the_dag_copies_each_gathered_and_reduced_shard() -> None:
     plain = ddlsim.predict(**SMALL, comm="fsdp")
     assert p.iteration_time_s > plain.iteration_time_s
     assert "cpu_optimizer_s" not in plain.breakdown
+
+
+def test_deepspeed_copies_pageable_memory_unless_pinned_fsdp_always_pins() -> None:
+    def copies(**kw):
+        p = ddlsim.predict(**SMALL, **kw)
+        dag = p.setup.dag
+        return p, {d["op"] for _, d in dag.nodes(data=True) if d.get("op") in COPY_OPS}
+
+    pageable, ops = copies(comm="zero3", offload="params")
+    assert ops == {"h2d-pageable", "d2h-pageable"}
+    pinned, ops = copies(comm="zero3", offload="params", pin_memory=True)
+    assert ops == {"h2d", "d2h"}
+    assert pinned.breakdown["offload_copy_s"] < pageable.breakdown["offload_copy_s"]
+    assert copies(comm="fsdp", offload="params")[1] == {"h2d", "d2h"}
 
 
 def test_fast_and_detailed_engines_agree_with_offload() -> None:

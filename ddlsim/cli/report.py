@@ -305,7 +305,8 @@ def _offload_line(sh: dict[str, Any]) -> list[str]:
     return [
         f"    offload        {sh['offload']} on the host: optimizer step "
         f"{sh['host_step_bytes']:g} B/parameter of DRAM traffic at "
-        f"{sh['host_step_Bps'] / 1e9:.1f} GB/s per rank; shards copied over PCIe"
+        f"{sh['host_step_Bps'] / 1e9:.1f} GB/s per rank; shards copied over PCIe from "
+        f"{'pinned' if sh['pin_memory'] else 'pageable'} host memory"
     ]
 
 

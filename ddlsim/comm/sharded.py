@@ -42,6 +42,7 @@ from ddlsim.comm.nccl_allreduce import NcclAllreduceModel
 from ddlsim.comm.ring import ring_flows
 from ddlsim.errors import ConfigError
 from ddlsim.execution.offload import copy_Bps
+from ddlsim.system.catalog import host_link
 
 #: the calls a sharded method makes, and the nccl-tests collective each one is
 SHARDED_OPS = {
@@ -52,8 +53,9 @@ SHARDED_OPS = {
     "reducescatter-node": "reduce_scatter",
     "allreduce-replicas": "all_reduce",
 }
-#: CPU offload's copies: host-to-device, device-to-host (DMA, not NCCL: they hold no SMs)
-COPY_OPS = ("h2d", "d2h")
+#: CPU offload's copies: host-to-device, device-to-host, from or to pinned host memory, or
+#: pageable memory (staged by the driver through a pinned buffer); DMA, not NCCL: no SMs held
+COPY_OPS = ("h2d", "d2h", "h2d-pageable", "d2h-pageable")
 
 
 def node_topology(topo: Topology) -> Topology:
@@ -88,15 +90,21 @@ class ShardedModel(NcclAllreduceModel):
     name = "fsdp"
     ops = (*SHARDED_OPS, *COPY_OPS)
 
-    def copy_Bps(self) -> float:
-        """The bandwidth one GPU's copy to or from its host gets (:func:`copy_Bps`)."""
-        return copy_Bps(self.cluster.host.bandwidth_Bps, self.cluster.gpus_per_pcie_switch)
+    def copy_Bps(self, op: str = "h2d") -> float:
+        """The bandwidth one GPU's copy ``op`` to or from its host gets (:func:`copy_Bps`):
+        the host link's pinned rate, or its pageable one (the link catalog's ``tcp``
+        efficiency: pageable memory staged by the driver)."""
+        c = self.cluster
+        link_Bps = c.host.bandwidth_Bps
+        if op.endswith("-pageable"):
+            link_Bps = host_link(c.device.host_link).bandwidth_Bps("tcp")
+        return copy_Bps(link_Bps, c.gpus_per_pcie_switch)
 
     def time_s(self, nbytes: float, op: str = "allreduce", channel: int = 0) -> float:
         """As :meth:`ScheduledModel.time_s`; a copy costs its DMA on one GPU too."""
         if op in COPY_OPS and nbytes > 0:
             self._check(op, channel)
-            return self.cluster.host.latency_s + nbytes / self.copy_Bps()
+            return self.cluster.host.latency_s + nbytes / self.copy_Bps(op)
         return super().time_s(nbytes, op, channel)
 
     def schedule(self, nbytes: float, op: str = "allreduce", channel: int = 0) -> Schedule:
@@ -131,8 +139,9 @@ class ShardedModel(NcclAllreduceModel):
         return self.call_choice(op, nbytes).time_s
 
     def _schedule(self, nbytes: float, op: str, channel: int) -> list[Step]:
-        if op in COPY_OPS:
-            return [self.fabric.copies(nbytes, to_host=op == "d2h")]
+        if op in COPY_OPS:  # bytes scaled so that the pinned link takes the op's time
+            scaled = nbytes * self.fabric.host_Bps / (self.copy_Bps(op) * self.fabric.switch_gpus)
+            return [self.fabric.copies(scaled, to_host=op.startswith("d2h"))]
         if op == "allreduce":
             return super()._schedule(nbytes, op, channel)
         f = self.fabric

@@ -72,7 +72,8 @@ class Sharding:
     per element of the gathered parameters and of the reduced gradients. ``offload``: what
     lives in host memory (:data:`~ddlsim.execution.offload.OFFLOADS`); ``host_step_bytes``
     the DRAM bytes per parameter of the host's optimizer step and ``host_step_Bps`` the rate
-    one rank streams them at."""
+    one rank streams them at; ``pin_memory``: the host buffers are pinned (FSDP's always are,
+    DeepSpeed's with ``pin_memory: true``), else copies are pageable."""
 
     method: str
     shards: int
@@ -89,6 +90,7 @@ class Sharding:
     offload: str = "none"
     host_step_bytes: float = 0.0
     host_step_Bps: float = 0.0
+    pin_memory: bool = True
 
     def __post_init__(self) -> None:
         if self.method not in SHARDED_METHODS:
@@ -205,22 +207,23 @@ def with_copies(calls: list[_Call], sh: Sharding, n_params: int, fwd) -> list[_C
     :attr:`Sharding.host_param_bytes` going up, fp32 gradients (4 bytes) coming down."""
     if sh.offload == "none":
         return calls
+    up, down = ("h2d", "d2h") if sh.pin_memory else ("h2d-pageable", "d2h-pageable")
     out: list[_Call] = []
     if sh.offload == "optimizer":  # the updated partition, before the first gather
         nbytes = math.ceil(n_params / sh.shards) * sh.param_bytes
         every = list(dict.fromkeys(name for c in calls for name in c.layers))
-        out.append(_Call("h2d", nbytes, every, None, fwd(0, 0)))
+        out.append(_Call(up, nbytes, every, None, fwd(0, 0)))
     for c in calls:
         if sh.offload == "params" and c.op in ("allgather", "allgather-node"):
             shard = math.ceil(c.nbytes / sh.param_bytes / sh.shards)
-            out.append(_Call("h2d", shard * sh.host_param_bytes, c.layers, c.issue_after,
+            out.append(_Call(up, shard * sh.host_param_bytes, c.layers, c.issue_after,
                              c.wait_before))  # fmt: skip
         out.append(c)
         if c.op in ("reducescatter", "allreduce", "allreduce-replicas"):
             elements = c.nbytes / sh.reduce_bytes
             if c.op == "reducescatter":
                 elements /= sh.shards
-            out.append(_Call("d2h", math.ceil(elements) * 4, c.layers, c.issue_after,
+            out.append(_Call(down, math.ceil(elements) * 4, c.layers, c.issue_after,
                              c.wait_before))  # fmt: skip
     return out
 

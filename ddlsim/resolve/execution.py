@@ -118,6 +118,7 @@ def _sharded(
         overlap_comm=overlap or not zero,
         reduce_bucket_elements=x.reduce_bucket_size,
         allgather_bucket_elements=x.allgather_bucket_size,
+        pin_memory=x.pin_memory or not zero,  # FSDP pins its offloaded shards
         **_offload(x.offload, x.comm, cluster, precision, optimizer),
     )
     return {"sharding": sh, "micro_steps": x.grad_accum if sh.per_micro_step else 1}

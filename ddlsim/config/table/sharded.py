@@ -156,4 +156,16 @@ ROWS: tuple[Knob, ...] = (
         choices=lambda: OFFLOADS,
         applies=_SHARDED,
     ),
+    Knob(
+        "pin_memory",
+        "execution",
+        False,
+        "bool",
+        "--pin-memory",
+        "--comm zero1|zero2|zero3 with --offload: DeepSpeed's offload pin_memory: pinned host "
+        "buffers (copies at the host link's DMA rate; by default pageable, staged by the "
+        "driver; FSDP always pins)",
+        switch=True,
+        applies=_ZERO,
+    ),
 )
