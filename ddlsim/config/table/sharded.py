@@ -166,6 +166,10 @@ ROWS: tuple[Knob, ...] = (
         "buffers (copies at the host link's DMA rate; by default pageable, staged by the "
         "driver; FSDP always pins)",
         switch=True,
-        applies=_ZERO,
+        applies=Applies(
+            lambda c: c.get("comm") in ("zero1", "zero2", "zero3") and c.get("offload") != "none",
+            "it applies to --comm zero1|zero2|zero3 with --offload",
+            ("comm", "offload"),
+        ),
     ),
 )
