@@ -31,7 +31,7 @@ import math
 from dataclasses import dataclass
 
 from ddlsim.workload.layers import GradTensor
-from ddlsim.workload.transformers.config import TransformerConfig
+from ddlsim.workload.transformers.config import SEQUENCE_LABELS, TransformerConfig
 from ddlsim.workload.transformers.tensors import block_tensors, gradient_tensors
 
 MASK_BYTES_PER_ELEM = 1  # a dropout mask: one byte per element
@@ -232,15 +232,29 @@ def embedding(cfg: TransformerConfig, b: int, s: int) -> Block:
     return Block("embedding", tuple(gemms), tuple(passes))
 
 
+def head_rows(cfg: TransformerConfig, b: int, s: int) -> int:
+    """Rows the LM / MLM head computes logits for: every token, or ``ceil(head_share x s)``
+    positions of each sequence (BERT pre-training's gathered masked positions)."""
+    return b * s if cfg.head_share >= 1 else b * math.ceil(cfg.head_share * s)
+
+
 def head(cfg: TransformerConfig, b: int, s: int) -> Block:
-    """The output stage: the vocabulary GEMM (LM / MLM heads) and the loss softmax pass."""
+    """The output stage: the vocabulary GEMM (LM / MLM heads) and the loss softmax pass, or a
+    task's small head (span logits per token, a sequence classifier)."""
     d, tokens = cfg.hidden, b * s
     if cfg.head in ("lm", "mlm"):
         if cfg.adaptive is not None:
             return _adaptive_head(cfg, tokens)
-        n = cfg.vocab
-        pre = [Gemm("transform", tokens, d, d)] if cfg.head == "mlm" else []
-        return Block("head", (*pre, Gemm("vocab", tokens, n, d)), (MemoryPass("loss", tokens * n),))
+        n, rows = cfg.vocab, head_rows(cfg, b, s)
+        pre: list[Gemm] = [Gemm("transform", rows, d, d)] if cfg.head == "mlm" else []
+        passes = [MemoryPass("loss", rows * n)]
+        if rows < tokens:  # the masked positions' hidden states gathered first
+            passes.insert(0, MemoryPass("gather", rows * d))
+        return Block("head", (*pre, Gemm("vocab", rows, n, d)), tuple(passes))
+    if cfg.head == "span":
+        return Block("head", (Gemm("span", tokens, 2, d),), (MemoryPass("loss", tokens * 2),))
+    if cfg.head == "sequence":
+        return Block("head", (Gemm("classifier", b, SEQUENCE_LABELS, d),), ())
     if cfg.head == "classifier":
         assert cfg.patch is not None
         return Block("head", (Gemm("classifier", b, cfg.patch.classes, d),), ())
