@@ -325,16 +325,16 @@ def _transformer_inputs(job: JobConfig, setup: Setup, samples_per_s: float) -> d
         model_flops_per_token,
         utilization,
     )
+    from ddlsim.workload.transformers.structure import mfu_params
 
     spec = setup.workload.model
     numerics = setup.workload.profile.provenance.get("numerics", {})
     tokens_per_gpu_s = samples_per_s * cfg.seq / setup.cluster.n_gpus
     blocks = cfg.layers + cfg.decoder_layers
-    model_fpt = model_flops_per_token(spec.n_params, blocks, cfg.hidden, cfg.seq)
+    n_mfu = mfu_params(cfg, spec.n_params)
+    model_fpt = model_flops_per_token(n_mfu, blocks, cfg.hidden, cfg.seq)
     recompute = bool(numerics.get("activation_checkpointing"))
-    hw_fpt = hardware_flops_per_token(
-        spec.n_params, blocks, cfg.hidden, cfg.seq, recompute=recompute
-    )
+    hw_fpt = hardware_flops_per_token(n_mfu, blocks, cfg.hidden, cfg.seq, recompute=recompute)
     gemm = numerics.get("gemm_precision", "fp32")
     device = setup.cluster.device
     return {

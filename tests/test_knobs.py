@@ -162,6 +162,7 @@ def _outside(knob):
         "attention": ({"resolved_model": "resnet50"}, "flash"),
         "optimizer_kernels": ({"resolved_model": "resnet50"}, "fused"),
         "flash_version": ({"resolved_model": "resnet50"}, "2"),
+        "task": ({"resolved_model": "resnet50"}, "span"),
     }
     if knob.name in cases:
         return cases[knob.name]

@@ -91,11 +91,25 @@ def test_a_multi_gpu_row_is_anchored_to_its_baseline_like_predict(small: Path) -
         "bert-base", 8, gpu="v100-sxm2", gpus_per_node=8, intra_node="nvlink-v100",
         inter_node="none", comm="ddp", batch=32, seq_len=128, precision="amp", data="real",
         framework="pytorch", attention="unfused", optimizer="adamw", grad_accum=1,
-        single_gpu_throughput=200.0, engine="fast",
+        single_gpu_throughput=200.0, engine="fast", task="span",
     )  # fmt: skip
     assert row.predicted_images_per_sec == pytest.approx(p.images_per_sec)
     assert row.rel_error == pytest.approx(p.images_per_sec / 1500.0 - 1)
     assert p.single_gpu_images_per_sec == pytest.approx(200.0)  # the anchor holds
+
+
+@pytest.mark.parametrize(
+    ("task", "framework", "expected"),
+    [("squad", "pytorch", "span"), ("ner", "tensorflow", "span"), ("glue-mnli", "pytorch",
+     "classify"), ("pretrain-phase1", "tensorflow", "mlm"), ("pretrain-phase2", "paddle", "mlm"),
+     ("pretrain-phase1", "pytorch", "auto"), ("lm", "pytorch", "auto")],
+)  # fmt: skip
+def test_the_task_column_picks_the_head(task: str, framework: str, expected: str) -> None:
+    from types import SimpleNamespace
+
+    from ddlsim.tools.validate.transformer_mapping import task_of
+
+    assert task_of(SimpleNamespace(task=task, framework=framework)) == expected
 
 
 def test_grad_accum_is_ignored_by_the_baseline_and_mapped(small: Path) -> None:
@@ -199,9 +213,9 @@ def test_a_long_model_name_widens_its_column(small: Path, capsys) -> None:
     assert line.split()[1:4] == ["transformer-xl-base", "single", "1"]
 
 
-#: the real file's anchored single-node scaling MAPE measured on 2026-11-27 (7.5%: ddp 5.2%,
-#: horovod-nccl 10.2%, other 4.5%; 426 rows), with a margin of one point
-SINGLE_NODE_MAPE_BOUND = 0.085
+#: the real file's anchored single-node scaling MAPE measured on 2026-11-28 (8.2%: ddp 6.7%,
+#: horovod-nccl 10.2%, other 4.5%; 446 rows), with a margin of one point
+SINGLE_NODE_MAPE_BOUND = 0.092
 README = " ".join((REAL.parents[2] / "README.md").read_text(encoding="utf-8").split())
 
 

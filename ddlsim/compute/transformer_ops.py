@@ -59,6 +59,15 @@ PASSES = {
     # a cast between a half format and fp32, at the half format's width: one pass read and
     # one written at twice the width (or the reverse), each direction
     "cast": ((1, 2), (1, 2)),
+    # a copy into another layout (``.contiguous()``, a reshape of a permuted tensor, ``cat``):
+    # its backward is a view; a copy only the backward makes (the reshape of a permuted
+    # gradient before a batched GEMM); Transformer-XL's ``_rel_shift`` (forward: ``cat`` with a
+    # zero column; backward: a zero gradient of the padded shape written, the slice copied in)
+    "layout_copy": ((1, 1), (0, 0)),
+    "grad_layout_copy": ((0, 0), (1, 1)),
+    "rel_shift": ((1, 1), (1, 2)),
+    # a sum whose backward hands the gradient to both operands by reference
+    "add_by_reference": ((2, 1), (0, 0)),
 }
 #: kernels an op is unfused into: scale, mask (added), softmax -- each reads and writes the scores
 UNFUSED_KERNELS = {"softmax": 3}
@@ -143,6 +152,8 @@ def memory_op_s(
     check_precision(device, precision)
     m = model or default_gemm_model()
     moved = op_bytes(op, rows, cols, precision, direction, fused)
+    if moved == 0:  # no kernel in this direction (a view)
+        return 0.0
     stream_Bps = device.mem_bandwidth_Bps * m.stream_efficiency
     return op_kernels(op, fused) * m.stream_launch_s + moved / stream_Bps
 

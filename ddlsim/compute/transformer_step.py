@@ -65,6 +65,8 @@ class BlockTime:
 
 def _pass_op(p: MemoryPass, gated: bool, norm: str) -> str:
     """The memory route's op for a pass of the block structure."""
+    if p.op:
+        return p.op
     name = p.name.rsplit("/", 1)[-1]
     if name.startswith("norm"):
         return norm
@@ -102,6 +104,8 @@ def pass_s(
     fused = numerics.fused_softmax or op != "softmax"
     kw = {"fused": fused}
     precision = numerics.pass_precision
+    if op == "cast" and precision == "fp32":  # nothing to cast from
+        return 0.0, 0.0
     casts = 0.0
     if numerics.autocast and op in FP32_UNDER_AUTOCAST:  # fp32 op between two casts
         half = precision
@@ -133,7 +137,7 @@ def block_time(
         f, b = gemm_s(g, device, numerics.gemm_precision)
         fwd, bwd = fwd + f, bwd + b
     for p in blk.passes:
-        if flash and p.name in FLASH_PASSES:
+        if (flash and p.name in FLASH_PASSES) or (p.eager and numerics.fused_softmax):
             continue
         f, b = pass_s(p, tokens, device, numerics, gated=gated, norm=norm)
         fwd, bwd = fwd + f, bwd + b

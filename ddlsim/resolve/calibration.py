@@ -25,7 +25,7 @@ from ddlsim.errors import ConfigError
 from ddlsim.execution.strategy import Strategy
 from ddlsim.system.specs import Cluster, DeviceSpec
 from ddlsim.workload.layers import ModelSpec
-from ddlsim.workload.transformers.config import TransformerConfig
+from ddlsim.workload.transformers.config import TransformerConfig, with_task
 from ddlsim.workload.transformers.zoo import TRANSFORMER_NAMES, get_transformer
 from ddlsim.workload.workload import Workload
 from ddlsim.workload.zoo.aliases import canonical
@@ -84,6 +84,7 @@ def resolve_names(w: WorkloadConfig, gpu: str | None) -> Names:
         cfg = replace(cfg, seq_len=w.seq_len, max_positions=w.seq_len)
     elif w.seq_len is not None:
         cfg = replace(cfg, seq_len=w.seq_len)  # checked against its positions
+    cfg = with_task(cfg, w.task)
     batch = DEFAULT_TRANSFORMER_BATCH if w.batch in (None, BATCH_MAX) else w.batch  # max: fitted
     return Names(cfg.name, gpu or "p100", batch, w.precision or "fp32", None, cfg)
 

@@ -9,6 +9,8 @@ from ddlsim.config.knob import (
     BATCH_MAX,
     MAX_BATCH,
     MAX_SEQ_LEN,
+    TASKS,
+    TRANSFORMERS_ONLY,
     WITH_FAILURES,
     Applies,
     Knob,
@@ -86,6 +88,22 @@ ROWS: tuple[Knob, ...] = (
         check=optional(Range("sequence length", 1, MAX_SEQ_LEN, integer=True)),
         parse="int",
         metavar="TOKENS",
+    ),
+    Knob(
+        "task",
+        "workload",
+        "auto",
+        "str",
+        "--task",
+        "what a transformer is trained for, i.e. its head: mlm (BERT pre-training as its "
+        "reference code runs it: logits only at the masked 15% of positions, gathered first), "
+        "span (SQuAD: start and end logits per token; token classification has the same "
+        "shape), classify (a classifier on the first token: GLUE) or auto (the model's own "
+        "head on every position: an encoder's MLM head as Hugging Face's BertForPreTraining "
+        "runs it, a decoder's LM head)",
+        check=Vocabulary("task", lambda: TASKS),
+        choices=lambda: TASKS,
+        applies=TRANSFORMERS_ONLY,
     ),
     Knob(
         "precision",

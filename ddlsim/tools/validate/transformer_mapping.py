@@ -18,6 +18,11 @@ assumption) hold. What is the transformer schema's own:
   ``activation_checkpointing``, ``flash-attn`` -> ``attention="flash"`` (else the unfused
   kernels), ``lamb`` -> ``optimizer="lamb"`` (else AdamW), ``xla`` -> ``fusion="xla"``; the
   others (``pre-ln``, ``dle-fork``, ``ngc-examples``, ...) are listed in the notes.
+- ``task`` -> ``--task`` (:func:`task_of`): ``squad`` and ``ner`` put a few logits on every
+  token (``span``), ``glue-*`` a classifier (``classify``); BERT pre-training in TensorFlow
+  and Paddle gathers the masked positions (``mlm``: google-research/bert's
+  ``run_pretraining.py``, PaddleNLP's ``BertPretrainingHeads`` with ``masked_positions``),
+  while PyTorch's DLE BERT of the file's era scores every position (``auto``).
 - ``framework``: ``tensorflow2`` is TensorFlow; a framework with no modelled stack
   (``paddle``) is skipped by ``--absolute`` (``framework-not-modelled``).
 - An empty ``gpu`` (the source contradicts itself on it) skips the row (``gpu-ambiguous``);
@@ -136,6 +141,22 @@ def _comm(run: Run) -> tuple[str | None, str]:
     return None, f"comm {run.comm or '(empty)'!r} is not a modelled method"
 
 
+#: frameworks whose BERT pre-training scripts gather the masked positions before the head
+GATHERING_FRAMEWORKS = ("tensorflow", "tensorflow2", "paddle")
+
+
+def task_of(run: Run) -> str:
+    """The ``--task`` of a row's ``task`` column (module docstring)."""
+    task = (run.task or "").lower()
+    if task in ("squad", "ner"):
+        return "span"
+    if task.startswith("glue"):
+        return "classify"
+    if task.startswith("pretrain") and run.framework in GATHERING_FRAMEWORKS:
+        return "mlm"
+    return "auto"
+
+
 def numerics_kwargs(run: Run) -> tuple[dict[str, Any], list[str]]:
     """predict's precision, attention, optimizer, fusion, accumulation and checkpointing
     keywords of the row's ``precision`` and ``variant``, and the tokens left unmapped."""
@@ -242,6 +263,9 @@ def plan_transformer_row(run: Run, index: BaselineIndex, options: ValidateOption
     kwargs.update(_stated_roce(run))
     kwargs.update(model=canonical(run.model), batch=run.batch_per_gpu, seq_len=run.seq_len)
     kwargs.update(numerics)
+    task = task_of(run)
+    if task != "auto":
+        kwargs["task"] = task
     if framework in FRAMEWORKS:  # else predict's default stack (the anchor carries the speed)
         kwargs["framework"] = framework
     return RowPlan(

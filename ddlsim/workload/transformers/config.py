@@ -16,7 +16,7 @@ attention projections (Transformer-XL has none there).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ddlsim.errors import ConfigError, shown
 
@@ -28,8 +28,21 @@ NORM_KINDS = ("layernorm", "rmsnorm")
 NORM_PLACEMENTS = ("pre", "post")
 #: lm: vocabulary projection; mlm: BERT's transform + LayerNorm + tied decoder with bias;
 #: discriminator: ELECTRA's dense + 1-logit head; contrastive: wav2vec2's quantizer and
-#: projections; classifier: ViT's linear head; none: the backbone only
-HEAD_KINDS = ("lm", "mlm", "discriminator", "contrastive", "classifier", "none")
+#: projections; classifier: ViT's linear head; span: a 2-logit linear on every token
+#: (SQuAD's start and end; token classification has the same shape); sequence: a classifier
+#: on the first token's pooled state (GLUE); none: the backbone only
+HEAD_KINDS = (
+    "lm", "mlm", "discriminator", "contrastive", "classifier", "span", "sequence", "none",
+)  # fmt: skip
+#: labels of a sequence classifier (MNLI's three; the head's cost is negligible at any count)
+SEQUENCE_LABELS = 3
+#: the share of positions BERT's pre-training masks and predicts (Devlin et al. 2019, sec.
+#: 3.1: 15%); google-research/bert's ``run_pretraining.py`` gathers them
+#: (``get_masked_lm_output``: ``max_predictions_per_seq``, 20 of 128 and 80 of 512 in its
+#: scripts; ``ceil(0.15 s)`` here) before the transform and the vocabulary projection
+MLM_MASKED_SHARE = 0.15
+#: the head each ``--task`` puts on the model (auto: the model's own)
+TASK_HEADS = {"mlm": "mlm", "span": "span", "classify": "sequence"}
 
 
 def _positive(owner: str, name: str, value: object, *, zero_ok: bool = False) -> None:
@@ -211,6 +224,9 @@ class TransformerConfig:
     final_norm: bool = False
     tie_embeddings: bool = True
     head: str = "lm"
+    #: the share of a sequence's positions the LM / MLM head computes logits for (1: all;
+    #: BERT pre-training gathers its masked positions first)
+    head_share: float = 1.0
     pooler: bool = False
     causal: bool = False
     decoder_layers: int = 0
@@ -332,6 +348,9 @@ class TransformerConfig:
             )
         if self.head == "classifier" and self.patch is None:
             raise ConfigError(f"{who}: head 'classifier' needs a patch embedding")
+        share = self.head_share
+        if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+            raise ConfigError(f"{who}: head_share must be in (0, 1], got {shown(share)}")
         if self.patch is not None and self.seq != self.patch.tokens:
             raise ConfigError(
                 f"{who}: seq_len {self.seq} differs from the {self.patch.tokens} patch tokens"
@@ -343,3 +362,23 @@ class TransformerConfig:
             )
         if self.generator is not None and self.head != "discriminator":
             raise ConfigError(f"{who}: a generator needs head 'discriminator', got {self.head!r}")
+
+
+def with_task(cfg: TransformerConfig, task: str) -> TransformerConfig:
+    """``cfg`` trained for ``task`` (:data:`TASK_HEADS`; ``auto`` keeps the model's head)."""
+    if task == "auto":
+        return cfg
+    if task not in TASK_HEADS:
+        raise ConfigError(f"unknown task {task!r}; valid: auto, {', '.join(TASK_HEADS)}")
+    if cfg.patch is not None or cfg.speech is not None:
+        raise ConfigError(
+            f"--task {task} applies to text models; {cfg.name} keeps its own head (--task auto)"
+        )
+    if task == "mlm":
+        if cfg.head != "mlm":
+            raise ConfigError(
+                f"--task mlm needs a masked-LM encoder (BERT-style); {cfg.name}'s head is "
+                f"{cfg.head!r}"
+            )
+        return replace(cfg, head_share=MLM_MASKED_SHARE)
+    return replace(cfg, head=TASK_HEADS[task])

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddlsim.workload.transformers.config import TransformerConfig
+from ddlsim.workload.transformers.structure import head_rows
 
 GiB = 1 << 30
 #: CUDA context (~0.3-0.8 GB by GPU and driver), cuBLAS / cuDNN workspaces and allocator
@@ -216,8 +217,8 @@ def memory(
         activations = cfg.layers * per_block + cfg.decoder_layers * dec
     activations += p * s * b * cfg.hidden  # the embedding's output
     logits = 0.0
-    if cfg.head in ("lm", "mlm"):
-        logits = b * s * cfg.vocab * (p + 4)  # the logits and their fp32 softmax / gradient
+    if cfg.head in ("lm", "mlm"):  # the logits and their fp32 softmax / gradient
+        logits = head_rows(cfg, b, s) * cfg.vocab * (p + 4)
     return Memory(
         weights, grads, state, buffers, activations, logits, RESERVE_BYTES, capacity_bytes,
         None if sharded is None else sharded.stage,

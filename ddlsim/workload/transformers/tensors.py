@@ -13,7 +13,7 @@ positions), ``encoder`` / ``decoder`` (their blocks and final norm), ``generator
 from __future__ import annotations
 
 from ddlsim.workload.layers import GradTensor
-from ddlsim.workload.transformers.config import TransformerConfig
+from ddlsim.workload.transformers.config import SEQUENCE_LABELS, TransformerConfig
 
 COMPONENTS = ("embedding", "frontend", "encoder", "decoder", "generator", "pooler", "head")
 
@@ -225,6 +225,10 @@ def _head(cfg: TransformerConfig) -> list[GradTensor]:
     if cfg.head == "classifier":
         assert cfg.patch is not None
         return linear("head/classifier", d, cfg.patch.classes, True)
+    if cfg.head == "span":
+        return linear("head/qa_outputs", d, 2, True)
+    if cfg.head == "sequence":
+        return linear("head/classifier", d, SEQUENCE_LABELS, True)
     if cfg.head == "contrastive":
         sp = cfg.speech
         assert sp is not None
