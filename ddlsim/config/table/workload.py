@@ -96,7 +96,7 @@ ROWS: tuple[Knob, ...] = (
         "str",
         "--task",
         "what a transformer is trained for, i.e. its head: mlm (BERT pre-training as its "
-        "reference code runs it: logits only at the masked 15% of positions, gathered first), "
+        "reference code runs it: logits only at the masked 15%% of positions, gathered first), "
         "span (SQuAD: start and end logits per token; token classification has the same "
         "shape), classify (a classifier on the first token: GLUE) or auto (the model's own "
         "head on every position: an encoder's MLM head as Hugging Face's BertForPreTraining "
