@@ -31,8 +31,8 @@ bandwidth with ``placement="gpu"``)::
     T_push   = max(t_remote, t_local) + W b / R      W_r = W (dedicated) or W - w (co-located)
 
 with G = :data:`GRPC_TASK_Bps` across nodes or between tasks (infinite in one process), i.e.
-the slower of the worker stage (b / B_worker) and the server stage (W_r b / B_ps, W b / G), plus latencies and
-the summation. ``pull`` is the same flows reversed, without the summation. A
+the slower of the worker stage (b / B_worker) and the server stage (W_r b / B_ps, W b / G), plus
+latencies and the summation. ``pull`` is the same flows reversed, without the summation. A
 push completes on every worker when the shard has summed (the schedule ends with a zero-byte
 notification), so a pull issued after it starts from a summed shard.
 """
