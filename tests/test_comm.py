@@ -377,3 +377,15 @@ def test_distributed_replicated_on_one_machine_talks_grpc_to_its_ps_task() -> No
     assert make_comm_model("ps", c).server_rpc_Bps == math.inf
     s = 100e6
     assert dr.ps.stage_s(s, 1) == pytest.approx(10e-6 + s / GRPC_TASK_Bps)
+
+
+def test_the_report_names_nccl1_s_ring(cli) -> None:
+    """predict's assumptions say TensorFlow's NCCL 1 ring and its staged hop on 8 DGX-1 GPUs,
+    not predict's NCCL 2 release; 4 GPUs ring over NVLink only."""
+    args = ["predict", "--model", "vgg16", "--gpu", "p100-sxm2", "--gpus-per-node", "8"]
+    args += ["--intra-node", "nvlink-p100", "--comm", "replicated-nccl", "--batch", "32"]
+    code, out, _ = cli(*args, "--gpus", "8")
+    assert code == 0
+    assert "1.x (TensorFlow's own ops): one ring in device order, 6.4 GB/s, a hop staged" in out
+    code, out, _ = cli(*args, "--gpus", "4")
+    assert "one ring in device order, 40.0 GB/s; ran ring/Simple x 32" in out
