@@ -179,6 +179,16 @@ def sim_options(simulation: SimulationConfig) -> SimOptions:
     )
 
 
+def _nccl1_ring(strategy: Strategy, setup: Setup) -> dict[str, Any]:
+    """``replicated-nccl``: the bus bandwidth of NCCL 1's one ring in device order (GB/s) and
+    whether a hop of it is staged through host memory; nothing for the other methods."""
+    topology, intra = getattr(setup.comm, "topology", None), setup.cluster.intra
+    if strategy.comm != "replicated-nccl" or topology is None or intra is None:
+        return {}
+    staged = topology.bus_Bps < intra.bandwidth_Bps
+    return {"nccl1_ring_GBps": topology.bus_Bps / 1e9, "nccl1_ring_staged": staged}
+
+
 def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any]:
     """The resolved inputs of ``job`` on ``setup`` (the ``inputs`` of a result): the cluster,
     method and knobs as resolved, the calibration used, the synchronisation terms, and what
@@ -208,6 +218,7 @@ def describe(job: JobConfig, setup: Setup, options: SimOptions) -> dict[str, Any
         "algorithm": strategy.algorithm,
         "nccl_version": strategy.nccl_version,
         "nccl_protocol": strategy.nccl_protocol,
+        **_nccl1_ring(strategy, setup),
         "horovod_version": strategy.horovod_version,
         "response_cache": strategy.response_cache,
         "negotiation": strategy.negotiation,

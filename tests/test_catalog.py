@@ -490,6 +490,21 @@ LINK_CORRUPTIONS = [
     ("intra", "nvswitch", "max_gpus", 2.5, "'max_gpus'"),
     ("host", "pcie3", "bandwidth_Gbps", 126, "unknown key"),  # wrong unit for a host link
     ("host", "pcie3", "sources", {}, "'bandwidth_GBps': no source"),
+    ("intra", "nvlink-p100", "nvlink_peers", [[1], [0]], "each of the 8 GPUs"),
+    (
+        "intra",
+        "nvlink-p100",
+        "nvlink_peers",
+        [[1], [0], [3], [2], [5], [4], [7], [6, 6, 0]],
+        "0 does not list 7",
+    ),
+    (
+        "intra",
+        "nvlink-p100",
+        "nvlink_peers",
+        [[0], [0], [3], [2], [5], [4], [7], [6]],
+        "GPU 0: peers",
+    ),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -313,3 +314,80 @@ if __name__ == "__main__":  # executor timing, not a test: python tests/test_com
         execute(sched, np.zeros(n))
         ms = (time.perf_counter() - t0) * 1e3
         print(f"ring N={n}, 100 MB: {sched.n_steps} steps executed in {ms:.1f} ms")
+
+
+# -- replicated-nccl: NCCL 1's ring in device order ---------------------------------------------
+
+
+def _dgx1(gpus: int) -> Cluster:
+    from ddlsim.system.catalog import build_cluster
+
+    return build_cluster("p100-sxm2", gpus, gpus_per_node=8, intra_node="nvlink-p100")
+
+
+def test_nccl1_ring_in_device_order_stages_the_hops_without_nvlink() -> None:
+    """On a DGX-1 GPUs 0-3 are NVLink-connected, 3 -> 4 and 7 -> 0 are not: 2-4 GPUs ring at
+    the fabric's rate, 5-8 at the host-staged hop's (the catalog's tcp figure, 6.4 GB/s);
+    horovod-nccl (NCCL 2 searches NVLink rings) keeps the fabric's rate on 8."""
+    from ddlsim.comm.replicated import device_order_ring_Bps
+
+    s = 256e6
+    for n in (2, 4):
+        c = _dgx1(n)
+        assert device_order_ring_Bps(c) == math.inf
+        assert make_comm_model("replicated-nccl", c).topology.bus_Bps == c.intra.bandwidth_Bps
+    c = _dgx1(8)
+    staged = 80e9 * 0.08
+    assert c.staged is not None and c.staged.bandwidth_Bps == pytest.approx(staged)
+    assert device_order_ring_Bps(c) == pytest.approx(staged)
+    m = make_comm_model("replicated-nccl", c)
+    assert m.topology.bus_Bps == pytest.approx(staged)
+    bandwidth_s = m.choice(s).bandwidth_s
+    assert bandwidth_s == pytest.approx(2 * 7 / 8 * s / staged, rel=1e-6)  # SIMPLE at full rate
+    assert make_comm_model("horovod-nccl", c).topology.bus_Bps == c.intra.bandwidth_Bps
+    # 5 GPUs: 4 -> 0 is an NVLink (GPU i to i + 4) but 3 -> 4 is not
+    assert device_order_ring_Bps(_dgx1(5)) == pytest.approx(staged)
+
+
+def test_a_fabric_without_a_fixed_topology_rings_at_its_rate() -> None:
+    """PCIe and NVSwitch state no NVLink peers: every ring order is alike."""
+    from ddlsim.comm.replicated import device_order_ring_Bps
+    from ddlsim.system.catalog import build_cluster
+
+    assert device_order_ring_Bps(make_cluster(8, 8)) == math.inf
+    c = build_cluster("v100-sxm2", 8, gpus_per_node=8, intra_node="nvswitch")
+    assert device_order_ring_Bps(c) == math.inf
+
+
+def test_replicated_nccl_all_reduces_each_variable_alone() -> None:
+    """tf_cnn_benchmarks (2017) calls nccl.all_sum once per variable: auto is wfbp."""
+    from ddlsim.api import predict
+
+    p = predict("vgg16", 4, gpu="p100-sxm2", gpus_per_node=4, comm="replicated-nccl")
+    assert p.setup.strategy.effective_schedule == "wfbp"
+    assert len(p.comm_ops) == 32  # 16 layers x (weights, bias)
+
+
+def test_distributed_replicated_on_one_machine_talks_grpc_to_its_ps_task() -> None:
+    """distributed_replicated runs a PS task beside the worker even on one machine: the push
+    goes through the task's gRPC (loopback); ps on one node keeps variables in-process."""
+    from ddlsim.comm.ps import GRPC_TASK_Bps
+
+    c = make_cluster(8, 8)
+    dr = make_comm_model("distributed-replicated", c)
+    assert dr.server_rpc_Bps == GRPC_TASK_Bps
+    assert make_comm_model("ps", c).server_rpc_Bps == math.inf
+    s = 100e6
+    assert dr.ps.stage_s(s, 1) == pytest.approx(10e-6 + s / GRPC_TASK_Bps)
+
+
+def test_the_report_names_nccl1_s_ring(cli) -> None:
+    """predict's assumptions say TensorFlow's NCCL 1 ring and its staged hop on 8 DGX-1 GPUs,
+    not predict's NCCL 2 release; 4 GPUs ring over NVLink only."""
+    args = ["predict", "--model", "vgg16", "--gpu", "p100-sxm2", "--gpus-per-node", "8"]
+    args += ["--intra-node", "nvlink-p100", "--comm", "replicated-nccl", "--batch", "32"]
+    code, out, _ = cli(*args, "--gpus", "8")
+    assert code == 0
+    assert "1.x (TensorFlow's own ops): one ring in device order, 6.4 GB/s, a hop staged" in out
+    code, out, _ = cli(*args, "--gpus", "4")
+    assert "one ring in device order, 40.0 GB/s; ran ring/Simple x 32" in out

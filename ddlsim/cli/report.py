@@ -88,6 +88,20 @@ def _nccl_choices(ops: list[dict[str, Any]]) -> str:
     return "; ran " + ", ".join(f"{k} x {n}" for k, n in sorted(counts.items()))
 
 
+def _nccl_line(i: dict[str, Any], ops: list[dict[str, Any]]) -> str:
+    """The NCCL release and choices; for ``replicated-nccl`` TensorFlow's NCCL 1 ring."""
+    if "nccl1_ring_GBps" in i:
+        hop = ", a hop staged through host memory" if i["nccl1_ring_staged"] else ""
+        return (
+            f"    nccl           1.x (TensorFlow's own ops): one ring in device order, "
+            f"{i['nccl1_ring_GBps']:.1f} GB/s{hop}{_nccl_choices(ops)}"
+        )
+    return (
+        f"    nccl           {i['nccl_version']}: algorithm {i['algorithm']}, protocol "
+        f"{i['nccl_protocol']}{_nccl_choices(ops)}"
+    )
+
+
 def _nics(inputs: dict) -> str:
     """``4 NICs x `` before a multi-rail node's per-NIC bandwidth; nothing for one NIC."""
     n = inputs.get("nics_per_node") or 1
@@ -255,8 +269,7 @@ def _assumption_lines(p: Prediction) -> list[str]:
         f"    method         {i['comm']} ({i['comm_model']}), {n_ops} op(s)/iteration, "
         f"{total_bytes / 1e6:.1f} MB/iteration",
         *_schedule_lines(i),
-        f"    nccl           {i['nccl_version']}: algorithm {i['algorithm']}, protocol "
-        f"{i['nccl_protocol']}{_nccl_choices(p.comm_ops)}",
+        _nccl_line(i, p.comm_ops),
         f"    sync           rank sigma {i['rank_sigma']:g}, host contention "
         f"{100 * i['host_contention']:g} %, interference {'on' if i['interference'] else 'off'}",
         f"    batch          {i['batch_per_gpu']} per GPU, {i['precision']}"

@@ -15,7 +15,9 @@ over the intra fabric, its port shared by the g-1 copies::
 
     T_pull = t_ps(b, 1 worker per node) + alpha_intra + (g-1) b / B_intra
 
-t_ps is :meth:`ddlsim.comm.ps.PSModel.stage_s` (PCIe + NIC path, worker and server sides),
+t_ps is :meth:`ddlsim.comm.ps.PSModel.stage_s` (PCIe + NIC path, worker and server sides, and
+the PS task's gRPC: the job runs PS tasks, so a one-machine job's worker reaches its PS task
+over gRPC on loopback too),
 with the PS flows built by :meth:`ddlsim.comm.ps.PSModel.transfer` for the leads only.
 """
 
@@ -50,6 +52,7 @@ class DistributedReplicatedModel(ScheduledModel):
             placement="cpu",
             tensor_bytes=tensor_bytes,
             placement_rule=rule_for(self.name),
+            ps_tasks=True,  # a PS task per machine, the worker's gRPC peer even on one machine
         )
         self.n_ps, self.shard_bytes = self.ps.n_ps, self.ps.shard_bytes
         self.n_servers, self.server_rpc_Bps = self.ps.n_servers, self.ps.server_rpc_Bps

@@ -15,7 +15,9 @@ node j mod n). gRPC runs over TCP: the cluster's NIC hop already carries TCP's e
 Across nodes every worker, the PS node's own included, reaches a PS task through gRPC, whose
 host-side work (serialisation, copies, framing) moves at most :data:`GRPC_TASK_Bps` per
 direction for all of the task's workers together (measured; on one node tf_cnn_benchmarks keeps
-the variables in the workers' process and no gRPC is involved).
+the variables in the workers' process and no gRPC is involved, unless the job runs PS tasks of
+its own: ``distributed_replicated`` on one machine, a worker task and a PS task that talk gRPC
+over loopback, which is what the measurement is).
 
 Push of b bytes to shard j, W workers (w per node), m GPUs per PCIe switch; each flow moves b
 at the equal-sharing rate of its most crowded resource (worker side: the switch uplink, m
@@ -28,9 +30,9 @@ bandwidth with ``placement="gpu"``)::
                                      GPU placement: alpha_intra + b / min(B_intra / (w-1), G / W))
     T_push   = max(t_remote, t_local) + W b / R      W_r = W (dedicated) or W - w (co-located)
 
-with G = :data:`GRPC_TASK_Bps` across nodes (infinite on one node), i.e. the slower of the
-worker stage (b / B_worker) and the server stage (W_r b / B_ps, W b / G), plus latencies and
-the summation. ``pull`` is the same flows reversed, without the summation. A
+with G = :data:`GRPC_TASK_Bps` across nodes or between tasks (infinite in one process), i.e.
+the slower of the worker stage (b / B_worker) and the server stage (W_r b / B_ps, W b / G), plus
+latencies and the summation. ``pull`` is the same flows reversed, without the summation. A
 push completes on every worker when the shard has summed (the schedule ends with a zero-byte
 notification), so a pull issued after it starts from a summed shard.
 """
@@ -77,6 +79,7 @@ class PSModel(ScheduledModel):
         placement: str = "cpu",
         tensor_bytes: Sequence[int] = (),
         placement_rule: str = "greedy",
+        ps_tasks: bool = False,
     ) -> None:
         super().__init__(cluster)
         if placement not in PLACEMENTS:
@@ -94,8 +97,10 @@ class PSModel(ScheduledModel):
         self.n_ps, self.colocated, self.placement = k, colocated, placement
         self.n_servers = k
         # across nodes every worker reaches a PS task over gRPC, its node's own included; on
-        # one node tf_cnn_benchmarks keeps the variables in the workers' process
-        self.server_rpc_Bps = GRPC_TASK_Bps if cluster.n_nodes > 1 else math.inf
+        # one node tf_cnn_benchmarks keeps the variables in the workers' process, unless the
+        # job runs PS tasks of its own (``ps_tasks``: distributed_replicated on one machine)
+        rpc = cluster.n_nodes > 1 or ps_tasks
+        self.server_rpc_Bps = GRPC_TASK_Bps if rpc else math.inf
         self.shards = place(tensor_bytes, k, placement_rule)
         self.shard_bytes = totals(tensor_bytes, self.shards, k)
 

@@ -5,7 +5,11 @@ Every GPU holds a copy of the variables and the gradients are all-reduced inside
 - ``replicated-nccl`` (``all_reduce_spec=nccl``): TensorFlow 1.x's own NCCL ops
   (``tf.contrib.nccl``, NCCL 1.x bundled with TensorFlow): a ring allreduce over the node's
   GPUs with NCCL 1's only protocol, SIMPLE (no LL), costed as NCCL's ring
-  (:class:`~ddlsim.comm.nccl_allreduce.NcclAllreduceModel` with rings only);
+  (:class:`~ddlsim.comm.nccl_allreduce.NcclAllreduceModel` with rings only). NCCL 1 searches
+  no topology: its one ring visits the GPUs in the order the framework lists them (0, 1, ...,
+  N-1, back to 0). On a hybrid cube-mesh (DGX-1) the hops 3 -> 4 and 7 -> 0 have no NVLink
+  and cross the CPU sockets, so without peer access they are staged through host memory, and
+  the ring runs at that hop's rate (:func:`device_order_ring_Bps`);
 - ``replicated-cpu`` (no NCCL, ``local_parameter_device=cpu``): every GPU sends S to the host
   over PCIe (the m GPUs of a switch share its uplink), the CPU sums the N copies at
   R = ``host_reduce_Bps``, and sends S back to every GPU:
@@ -19,6 +23,9 @@ A multi-node cluster raises :class:`~ddlsim.errors.ConfigError` naming it (use
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -40,14 +47,29 @@ def require_single_node(cluster: Cluster, method: str) -> None:
         )
 
 
+def device_order_ring_Bps(cluster: Cluster) -> float:
+    """Bus bandwidth of a ring through the node's GPUs in device order (bytes/s): the staged
+    hop's rate where a hop ``i -> i+1`` (and ``N-1 -> 0``) has no NVLink of its own, else
+    infinite (the fabric's figure applies)."""
+    peers, g = cluster.nvlink_peers, cluster.local_gpus
+    if not peers or g < 2 or cluster.staged is None:
+        return math.inf
+    if all((i + 1) % g in peers[i] for i in range(g)):
+        return math.inf
+    return cluster.staged.bandwidth_Bps
+
+
 class ReplicatedNcclModel(NcclAllreduceModel):
-    """``replicated-nccl``: NCCL 1 ring allreduce (SIMPLE) inside the one node."""
+    """``replicated-nccl``: NCCL 1 ring allreduce (SIMPLE) in device order inside the node."""
 
     name = "replicated-nccl"
 
     def __init__(self, cluster: Cluster) -> None:
         require_single_node(cluster, self.name)
         super().__init__(cluster, version="2.0", algorithm="ring", protocol="Simple")
+        ring_Bps = device_order_ring_Bps(cluster)
+        if ring_Bps < self.topology.bus_Bps:
+            self.topology = replace(self.topology, bus_Bps=ring_Bps)
 
 
 class ReplicatedCpuModel(ScheduledModel):

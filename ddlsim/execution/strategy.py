@@ -176,12 +176,15 @@ class Strategy:
     @property
     def effective_schedule(self) -> str:
         """The schedule that forms the operations (:mod:`ddlsim.execution.schedules`): ``auto`` is
-        ``horovod`` for Horovod methods, ``ddp`` (gradient buckets) for PyTorch DDP, else
-        ``layer`` (each layer's gradients when its backward pass ends)."""
+        ``horovod`` for Horovod methods, ``ddp`` (gradient buckets) for PyTorch DDP, ``wfbp``
+        (each gradient tensor alone when its layer's backward pass ends) for ``replicated-nccl``,
+        else ``layer`` (each layer's gradients when its backward pass ends)."""
         if self.schedule != "auto":
             return self.schedule
         if self.comm == "ddp":
             return "ddp"
+        if self.comm == "replicated-nccl":
+            return "wfbp"  # tf_cnn_benchmarks (2017): one nccl.all_sum per variable
         return "horovod" if self.is_horovod else "layer"
 
     @property

@@ -237,6 +237,8 @@ def build_cluster(
         nccl_hop=fabric.nccl_hop,
         nccl_channels=fabric.nccl_channels,
         network_default=network_default,
+        nvlink_peers=fabric.nvlink_peers,
+        staged=None if local == 1 else Hop(fabric.bandwidth_Bps("tcp"), fabric.latency_s["tcp"]),
     )
 
 

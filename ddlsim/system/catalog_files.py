@@ -49,7 +49,7 @@ _DATASHEET_ONLY = "datasheet_only"
 _LINK_KEYS = {
     "intra": frozenset(
         {*_LINK_COMMON, "bandwidth_GBps", "gpus_per_pcie_switch", "max_gpus"}
-        | {"nccl_hop", "nccl_channels", "sources", "assumptions", _DATASHEET_ONLY}
+        | {"nccl_hop", "nccl_channels", "nvlink_peers", "sources", "assumptions", _DATASHEET_ONLY}
     ),
     "host": frozenset({*_LINK_COMMON, "bandwidth_GBps", "sources", "assumptions", _DATASHEET_ONLY}),
     "inter": frozenset(
@@ -171,6 +171,9 @@ def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
                 nccl["nccl_hop"] = check.choice(entry, "nccl_hop", NCCL_HOPS)
                 nccl["nccl_channels"] = check.count(entry["nccl_channels"], "nccl_channels")
                 figures += ["nccl_hop", "nccl_channels"]
+                if "nvlink_peers" in entry:
+                    nccl["nvlink_peers"] = _peers(check, entry["nvlink_peers"], limit)
+                    figures.append("nvlink_peers")
             if scope == "inter":
                 nccl["nccl_transport"] = check.choice(entry, "nccl_transport", TRANSPORTS)
                 figures.append("nccl_transport")
@@ -254,3 +257,21 @@ def _load_catalog(
 @lru_cache(maxsize=1)
 def _catalog() -> _Catalog:
     return _load_catalog()
+
+
+def _peers(check: _Checker, raw: object, max_gpus: object) -> tuple[frozenset[int], ...]:
+    """``nvlink_peers``: one list per GPU of a node (``max_gpus`` of them) of the GPUs it
+    reaches over NVLink; a link joins both ends."""
+    if not isinstance(raw, list) or len(raw) != max_gpus:
+        raise check.fail("nvlink_peers", f"must list the peers of each of the {max_gpus} GPUs")
+    peers: list[frozenset[int]] = []
+    for i, row in enumerate(raw):
+        ok = isinstance(row, list) and all(type(j) is int and 0 <= j < len(raw) for j in row)
+        if not ok or i in row:
+            raise check.fail("nvlink_peers", f"GPU {i}: peers must be other GPUs' indices")
+        peers.append(frozenset(row))
+    for i, row in enumerate(peers):
+        for j in row:
+            if i not in peers[j]:
+                raise check.fail("nvlink_peers", f"GPU {i} lists {j} but {j} does not list {i}")
+    return tuple(peers)

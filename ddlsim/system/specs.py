@@ -74,6 +74,9 @@ class LinkSpec:
     sources: dict[str, str] = field(default_factory=dict, compare=False)
     nccl_hop: str = "pcie"  # intra fabrics: NCCL's latency class of a hop (nvlink | pcie)
     nccl_channels: int = 2  # intra fabrics: channels (rings, one CTA each) NCCL opens
+    #: intra fabrics of a fixed topology: the GPUs each GPU reaches over its own NVLink
+    #: (empty: every pair is alike, e.g. PCIe or NVSwitch)
+    nvlink_peers: tuple[frozenset[int], ...] = ()
     nccl_transport: str = ""  # networks: the transport NCCL picks when none is given
     #: True while only the datasheet vouches for the entry (no measured run checks it yet)
     datasheet_only: bool = False
@@ -131,6 +134,11 @@ class Cluster:
     network_default: str = field(default="", compare=False)
     socket_flow_cap_Bps: float = math.inf  # one TCP flow's cap (provider), inf: none
     socket_vendor: str = ""  # NIC vendor for NCCL's socket defaults: aws | gcp | ""
+    #: the GPUs each GPU of a node reaches over its own NVLink (empty: every pair alike)
+    nvlink_peers: tuple[frozenset[int], ...] = ()
+    #: a GPU-to-GPU hop without peer access, staged through host memory (the intra fabric's
+    #: ``tcp`` figure); None on one GPU per node
+    staged: Hop | None = None
 
     @property
     def n_nodes(self) -> int:
