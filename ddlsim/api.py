@@ -32,7 +32,7 @@ from ddlsim.resolve.prepare import Setup, prepare, tf32_applies
 from ddlsim.resolve.system import resolve_system
 from ddlsim.system import catalog
 from ddlsim.units import MiB
-from ddlsim.workload.ttt import time_to_train_s
+from ddlsim.workload.ttt import time_to_train_s, tokens_time_to_train_s, train_tokens
 
 __all__ = [
     "JobConfig",
@@ -142,17 +142,17 @@ def predict_job(job: JobConfig) -> Prediction:
     ips = gpus * batch / sim.iteration_time_s
     single_ips = batch / single.iteration_time_s
     w = job.workload
+    ttt_s, ttt_inputs = _time_to_train(w, setup, ips)
     prediction = Prediction(
         images_per_sec=ips,
         iteration_time_s=sim.iteration_time_s,
         scaling_efficiency=ips / (gpus * single_ips),
         single_gpu_images_per_sec=single_ips,
-        time_to_train_s=time_to_train_s(ips, w.epochs, w.dataset_images),
+        time_to_train_s=ttt_s,
         breakdown={**sim.breakdown.to_dict(), **sim.sync_s, **_offload_parts(sim, setup)},
         inputs={
             **describe(job, setup, options),
-            "epochs": w.epochs,
-            "dataset_images": w.dataset_images,
+            **ttt_inputs,
             **_transformer_inputs(job, setup, ips),
         },
         comm_ops=_comm_ops(sim, setup.comm),
@@ -163,6 +163,18 @@ def predict_job(job: JobConfig) -> Prediction:
     if failures is None:
         return prediction
     return dataclasses.replace(prediction, resilience=from_prediction(prediction, failures))
+
+
+def _time_to_train(w: Any, setup: Setup, samples_per_s: float) -> tuple[float, dict[str, Any]]:
+    """A CNN's epochs over its dataset, or a transformer's token budget (given, else 20 a
+    parameter: :func:`ddlsim.workload.ttt.train_tokens`), at the predicted rate: seconds and
+    the inputs that say what was counted."""
+    if setup.transformer is None:
+        ttt_s = time_to_train_s(samples_per_s, w.epochs, w.dataset_images)
+        return ttt_s, {"epochs": w.epochs, "dataset_images": w.dataset_images}
+    tokens = train_tokens(setup.workload.model.n_params, w.train_tokens)
+    ttt_s = tokens_time_to_train_s(samples_per_s * setup.transformer.seq, tokens)
+    return ttt_s, {"train_tokens": tokens, "train_tokens_stated": w.train_tokens is not None}
 
 
 def sim_options(simulation: SimulationConfig) -> SimOptions:

@@ -163,6 +163,9 @@ def _outside(knob):
         "optimizer_kernels": ({"resolved_model": "resnet50"}, "fused"),
         "flash_version": ({"resolved_model": "resnet50"}, "2"),
         "task": ({"resolved_model": "resnet50"}, "span"),
+        "train_tokens": ({"resolved_model": "resnet50"}, 1e9),
+        "epochs": ({"resolved_model": "bert-base"}, 3.0),
+        "dataset_images": ({"resolved_model": "bert-base"}, 1000),
     }
     if knob.name in cases:
         return cases[knob.name]

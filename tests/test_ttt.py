@@ -96,3 +96,25 @@ def test_cli_bad_values_one_line_exit_2(
 )
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+def test_a_transformers_time_to_train_counts_tokens() -> None:
+    """20 tokens a parameter by default (Chinchilla), or the stated budget, over tokens/s."""
+    p = ddlsim.predict("bert-base", 8, gpu="v100-sxm2", batch=8, seq_len=128, precision="amp")
+    i = p.inputs
+    assert "epochs" not in i and i["train_tokens_stated"] is False
+    tokens_per_s = p.images_per_sec * 128
+    assert i["train_tokens"] == pytest.approx(20 * i["transformer"]["params"])
+    assert p.time_to_train_s == pytest.approx(i["train_tokens"] / tokens_per_s)
+    q = ddlsim.predict(
+        "bert-base", 8, gpu="v100-sxm2", batch=8, seq_len=128, precision="amp", train_tokens=1e9
+    )
+    assert q.time_to_train_s == pytest.approx(1e9 / (q.images_per_sec * 128))
+    assert q.inputs["train_tokens_stated"] is True
+
+
+def test_the_report_says_what_the_time_to_train_counts() -> None:
+    from ddlsim.cli.report import format_prediction
+
+    p = ddlsim.predict("bert-base", 8, gpu="v100-sxm2", batch=8, seq_len=128, train_tokens=2.5e9)
+    assert "(2.5 B tokens, no failures)" in format_prediction(p)

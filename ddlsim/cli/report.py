@@ -164,6 +164,22 @@ def _unit(inputs: dict[str, Any]) -> str:
     return "samples" if inputs.get("transformer") else "images"
 
 
+def _budget(i: dict[str, Any]) -> str:
+    """What the time to train counts: a CNN's epochs, a transformer's tokens."""
+    if "train_tokens" not in i:
+        return f"{i['epochs']:g} epochs x {i['dataset_images']:,} {_unit(i)}"
+    tokens = f"{_si(i['train_tokens'])} tokens"
+    return tokens if i["train_tokens_stated"] else f"{tokens}: 20 a parameter, Chinchilla-optimal"
+
+
+def _si(n: float) -> str:
+    """``6.7 B``, ``1.4 T``: a count for people."""
+    for scale, suffix in ((1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:.3g} {suffix}"
+    return f"{n:.3g}"
+
+
 def format_prediction(p: Prediction) -> str:
     """Multi-line text report: throughput, breakdown, assumptions."""
     lines = [
@@ -189,8 +205,8 @@ def _summary_lines(p: Prediction) -> list[str]:
         f"  iteration time      {_ms(p.iteration_time_s)}",
         f"  scaling efficiency  {100 * p.scaling_efficiency:11.1f} %   "
         f"(1 GPU: {p.single_gpu_images_per_sec:.1f} {_unit(i)}/s)",
-        f"  time to train       {format_duration(p.time_to_train_s):>12}   "
-        f"({i['epochs']:g} epochs x {i['dataset_images']:,} {_unit(i)}, no failures)",
+        f"  time to train       {format_duration(p.time_to_train_s):>12}   ({_budget(i)}, "
+        "no failures)",
         "",
     ]
 

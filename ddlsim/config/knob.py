@@ -227,3 +227,9 @@ DETAILED = ("engine",)
 TRANSFORMERS_ONLY = Applies(
     lambda c: bool(c.get("transformer", True)), "it applies to transformer models", ("model",)
 )
+#: a knob of a CNN's epochs alone (a transformer's time to train counts tokens)
+CNNS_ONLY = Applies(
+    lambda c: not c.get("transformer", False),
+    "it applies to CNN models; a transformer's time to train counts tokens: --train-tokens",
+    ("model",),
+)

@@ -7,6 +7,7 @@ from ddlsim.calibration.use import DEFAULT_BATCH_PER_GPU
 from ddlsim.config.checks import Range, Vocabulary, optional
 from ddlsim.config.knob import (
     BATCH_MAX,
+    CNNS_ONLY,
     MAX_BATCH,
     MAX_SEQ_LEN,
     TASKS,
@@ -20,10 +21,12 @@ from ddlsim.execution.strategy import DATA_KINDS, PRECISIONS
 from ddlsim.resilience import config as rc
 from ddlsim.workload.transformers.zoo import TRANSFORMER_NAMES
 from ddlsim.workload.ttt import (
+    CHINCHILLA_TOKENS_PER_PARAM,
     DEFAULT_EPOCHS,
     IMAGENET_1K_TRAIN_IMAGES,
     MAX_DATASET_IMAGES,
     MAX_EPOCHS,
+    MAX_TRAIN_TOKENS,
 )
 from ddlsim.workload.zoo import MODEL_NAMES
 from ddlsim.workload.zoo.aliases import canonical
@@ -177,11 +180,12 @@ ROWS: tuple[Knob, ...] = (
         DEFAULT_EPOCHS,
         "float",
         "--epochs",
-        f"epochs of the time-to-train figure (default: {DEFAULT_EPOCHS})",
+        f"epochs of a CNN's time-to-train figure (default: {DEFAULT_EPOCHS})",
         check=Range(
             "epochs", 0, MAX_EPOCHS, open_low=True, text=f"a number in (0, {MAX_EPOCHS:g}]"
         ),
         parse="number",
+        applies=CNNS_ONLY,
     ),
     Knob(
         "dataset_images",
@@ -198,6 +202,29 @@ ROWS: tuple[Knob, ...] = (
             text=f"an integer in 1..{MAX_DATASET_IMAGES:.0e}",
         ),
         parse="int",
+        applies=CNNS_ONLY,
+    ),
+    Knob(
+        "train_tokens",
+        "workload",
+        None,
+        "float | None",
+        "--train-tokens",
+        "tokens of a transformer's time-to-train figure (default: "
+        f"{CHINCHILLA_TOKENS_PER_PARAM} a parameter, the compute-optimal budget of Hoffmann et "
+        "al. 2022)",
+        check=optional(
+            Range(
+                "training tokens",
+                0,
+                MAX_TRAIN_TOKENS,
+                open_low=True,
+                text=f"a number in (0, {MAX_TRAIN_TOKENS:g}]",
+            )
+        ),
+        parse="number",
+        metavar="TOKENS",
+        applies=TRANSFORMERS_ONLY,
     ),
     Knob(
         "optimizer",

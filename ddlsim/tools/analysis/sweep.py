@@ -83,6 +83,7 @@ INPUT_COLUMNS = (
     "engine",
     "epochs",
     "dataset_images",
+    "train_tokens",
     *FAILURE_INPUT_COLUMNS,
 )
 BREAKDOWN_COLUMNS = (
