@@ -164,6 +164,7 @@ def _outside(knob):
         "flash_version": ({"resolved_model": "resnet50"}, "2"),
         "task": ({"resolved_model": "resnet50"}, "span"),
         "train_tokens": ({"resolved_model": "resnet50"}, 1e9),
+        "loss_kernel": ({"resolved_model": "resnet50"}, "fused"),
         "epochs": ({"resolved_model": "bert-base"}, 3.0),
         "dataset_images": ({"resolved_model": "bert-base"}, 1000),
     }

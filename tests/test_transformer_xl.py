@@ -98,3 +98,29 @@ def test_mfu_counts_the_adaptive_vocabulary_only_where_every_token_uses_it() -> 
     assert mfu_params(TXL, n) < n - 100_000_000  # 137 M of the embedding is a lookup
     bert = get_transformer("bert-large")
     assert mfu_params(bert, 335_000_000) == 335_000_000
+
+
+def test_a_fused_loss_reads_the_half_precision_logits_once_each_way() -> None:
+    """flash-attn's CrossEntropyLoss: forward reads the logits, backward reads them and writes
+    their gradient, at bf16 and with no fp32 casts; the unfused loss under autocast moves
+    several times the bytes."""
+    from ddlsim.compute.transformer_ops import op_bytes
+    from ddlsim.compute.transformer_step import pass_s
+    from ddlsim.workload.transformers.structure import MemoryPass
+
+    rows, vocab = 16_384, 50_432
+    assert op_bytes("cross_entropy_fused", rows, vocab, "bf16") == rows * vocab * 2
+    assert op_bytes("cross_entropy_fused", rows, vocab, "bf16", "bwd") == 2 * rows * vocab * 2
+    loss = MemoryPass("loss", rows * vocab)
+    a100 = device("a100")
+    fused = Numerics("bf16", "bf16", autocast=True, fused_loss=True)
+    plain = Numerics("bf16", "bf16", autocast=True)
+    f = sum(pass_s(loss, rows, a100, fused, gated=False, norm="layernorm"))
+    u = sum(pass_s(loss, rows, a100, plain, gated=False, norm="layernorm"))
+    assert 4 < u / f < 10
+
+
+def test_llm_foundry_rows_run_its_fused_loss() -> None:
+    from ddlsim.tools.validate.transformer_mapping import LOSS_KERNEL_OF_SOURCE
+
+    assert LOSS_KERNEL_OF_SOURCE["MOSAIC_LLMF_2307"] == "fused"

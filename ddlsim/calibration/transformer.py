@@ -156,6 +156,7 @@ def transformer_profile(
             "flash_attention": n.flash,
             "flash_version": flash_version(device, n.flash_version) if n.flash else None,
             "fused_softmax": n.fused_softmax,
+            "fused_loss": n.fused_loss,
             "activation_checkpointing": n.checkpointing,
         },
         "seq_len": step.seq,

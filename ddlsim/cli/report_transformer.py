@@ -38,7 +38,8 @@ def transformer_lines(inputs: dict[str, Any]) -> list[str]:
         f"{100 * t['hfu']:.1f} %)",
         f"    numerics      GEMMs {n.get('gemm_precision')}, activations "
         f"{n.get('pass_precision')}, {attention}"
-        + (", activation checkpointing" if n.get("activation_checkpointing") else ""),
+        + (", activation checkpointing" if n.get("activation_checkpointing") else "")
+        + (", fused loss" if n.get("fused_loss") else ""),
         f"    optimizer     {t['optimizer']}",
         f"    memory / GPU  {mem['total_GB']:.1f} GB of {mem['capacity_GB']:.1f} GB",
     ]

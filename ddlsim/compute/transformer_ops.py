@@ -68,6 +68,11 @@ PASSES = {
     "rel_shift": ((1, 1), (1, 2)),
     # a sum whose backward hands the gradient to both operands by reference
     "add_by_reference": ((2, 1), (0, 0)),
+    # the loss over the logits as one fused kernel each way (flash-attn's CrossEntropyLoss,
+    # llm-foundry's default ``fused_crossentropy``): forward reads the half-precision logits
+    # once (fp32 math in registers, one log-sum-exp a row); backward reads them again and
+    # writes their gradient
+    "cross_entropy_fused": ((1, 0), (1, 1)),
 }
 #: kernels an op is unfused into: scale, mask (added), softmax -- each reads and writes the scores
 UNFUSED_KERNELS = {"softmax": 3}

@@ -51,6 +51,9 @@ class Numerics:
     #: mixed precision by autocast (TF's AMP graph rewrite, torch.autocast, apex O1): the ops on
     #: its fp32 list run in fp32 between a cast in and a cast out
     autocast: bool = False
+    #: the loss over the logits as one fused kernel each way on the half-precision logits
+    #: (``cross_entropy_fused``; fp32 math in registers, no casts)
+    fused_loss: bool = False
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,8 @@ def pass_s(
 ) -> tuple[float, float]:
     """(forward, backward) seconds of pass ``p`` over ``tokens`` rows."""
     op = _pass_op(p, gated, norm)
+    if numerics.fused_loss and p.name.rsplit("/", 1)[-1] == "loss":
+        op = "cross_entropy_fused"
     cols = max(1, p.elems // tokens)
     if op == "silu_and_mul":
         cols *= 2  # the op's input is gate and up side by side

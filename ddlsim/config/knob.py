@@ -51,6 +51,8 @@ GPUS_MIN = "min"
 MAX_SEQ_LEN = 1 << 20
 #: a transformer's attention kernels (the ``attention`` knob)
 ATTENTIONS = ("auto", "flash", "unfused")
+#: how a transformer's loss over the logits runs (the ``loss_kernel`` knob)
+LOSS_KERNELS = ("unfused", "fused")
 #: what a transformer is trained for (the ``task`` knob): its head
 TASKS = ("auto", "mlm", "span", "classify")
 #: FlashAttention releases (the ``flash_version`` knob)

@@ -71,6 +71,7 @@ def transformer_numerics(
         autocast=precision in ("amp", "bf16") and x.fusion != "xla",
         causal=cfg.causal,
         checkpointing=x.activation_checkpointing,
+        fused_loss=x.loss_kernel == "fused" and half,
     )
 
 

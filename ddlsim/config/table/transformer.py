@@ -8,6 +8,7 @@ from ddlsim.config.checks import Range, Vocabulary
 from ddlsim.config.knob import (
     ATTENTIONS,
     FLASH_VERSIONS,
+    LOSS_KERNELS,
     MAX_GRAD_ACCUM,
     TRANSFORMERS_ONLY,
     Knob,
@@ -79,6 +80,20 @@ ROWS: tuple[Knob, ...] = (
         "otherwise)",
         check=Vocabulary("optimizer kernels", lambda: ("auto", "fused", "per-tensor")),
         choices=lambda: ("auto", "fused", "per-tensor"),
+        applies=TRANSFORMERS_ONLY,
+    ),
+    Knob(
+        "loss_kernel",
+        "execution",
+        "unfused",
+        "str",
+        "--loss-kernel",
+        "how a transformer's loss over the logits runs: unfused (PyTorch's CrossEntropyLoss "
+        "under autocast: the logits cast to fp32, log-softmax and its gradient as separate "
+        "passes) or fused (one kernel each way over the half-precision logits: flash-attn's "
+        "CrossEntropyLoss, llm-foundry's default fused_crossentropy)",
+        check=Vocabulary("loss kernel", lambda: LOSS_KERNELS),
+        choices=lambda: LOSS_KERNELS,
         applies=TRANSFORMERS_ONLY,
     ),
 )

@@ -66,6 +66,11 @@ ROCE_NIC_GBPS = 200
 #: out: about 150-165 TFLOP/s (6N + 12·L·d·s convention) on A100 and 245-290 on H100, the rates
 #: of FlashAttention 1, half those of FlashAttention 2 on A100 (docs/design.md)
 FLASH_VERSION_OF_SOURCE = {"MOSAIC_LLMF_2307": "1", "MOSAIC_LLMF_2401": "1"}
+#: the loss kernel a source's stack runs: llm-foundry's MPT defaults ``loss_fn`` to
+#: ``fused_crossentropy``, flash-attn's fused CrossEntropyLoss (``llmfoundry/models/mpt/
+#: modeling_mpt.py``, ``om_model_config.get('loss_fn', 'fused_crossentropy')``, in 0.2.0 of
+#: 2023-07 and 0.4.0 of 2023-12 alike)
+LOSS_KERNEL_OF_SOURCE = {"MOSAIC_LLMF_2307": "fused", "MOSAIC_LLMF_2401": "fused"}
 #: GPUs on one HGX / DGX baseboard (the node a multi-node row's GPUs fill when unstated)
 BOARD_GPUS = 8
 #: what a note says of an ``other`` row whose exchange is one flat all-reduce of the gradients
@@ -253,6 +258,8 @@ def plan_transformer_row(run: Run, index: BaselineIndex, options: ValidateOption
         notes.append(f"variant not mapped: {', '.join(unmapped)}")
     if "flash-attn" in run.variant and run.source_id in FLASH_VERSION_OF_SOURCE:
         numerics["flash_version"] = FLASH_VERSION_OF_SOURCE[run.source_id]
+    if run.source_id in LOSS_KERNEL_OF_SOURCE and run.precision != "fp32":
+        numerics["loss_kernel"] = LOSS_KERNEL_OF_SOURCE[run.source_id]
     if comm == "fsdp" and "fsdp-mp-pure" not in run.variant:
         numerics["fsdp_precision"] = "default"  # Composer's preset, the tables' MP DEFAULT
     if comm != "fsdp":
