@@ -79,7 +79,8 @@ class Prediction:
             return None
         from ddlsim.config.track_record import lookup
 
-        return lookup(self.inputs["comm"], self.inputs["nodes"])
+        transformer = bool(self.inputs.get("transformer"))
+        return lookup(self.inputs["comm"], self.inputs["nodes"], transformer=transformer)
 
     @property
     def compute_record(self) -> dict[str, Any]:
@@ -89,7 +90,11 @@ class Prediction:
         from ddlsim.config.track_record import lookup_absolute
 
         stack = self.inputs.get("stack") or {}
-        return lookup_absolute(self.inputs["gpu"], self.inputs["precision"], stack.get("framework"))
+        transformer = bool(self.inputs.get("transformer"))
+        return lookup_absolute(
+            self.inputs["gpu"], self.inputs["precision"], stack.get("framework"),
+            transformer=transformer,
+        )  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (the ``--json`` output)."""

@@ -4,7 +4,8 @@
     python scripts/track_record.py            # print the table
     python scripts/track_record.py --write    # rewrite the shipped file
 
-Runs ``ddlsim validate`` over traces/measured/runs.csv and traces/measured/runs_modern.csv: the
+Runs ``ddlsim validate`` over traces/measured/runs.csv and traces/measured/runs_modern.csv (and
+runs_transformers.csv for the transformer families, anchored and ``--absolute``): the
 default (anchored) pass of both, the large-N efficiency-only rows of runs.csv under their era's
 configuration (:data:`ASSUMED_PASS`), and an ``--absolute`` pass of both whose 1-GPU rows give
 the compute's own error per GPU, precision (and framework); see :mod:`ddlsim.config.track_record`.
@@ -21,16 +22,20 @@ from ddlsim.config.track_record import ASSUMED_PASS, FILE, format_line
 from ddlsim.tools.validate.core import validate_file
 from ddlsim.tools.validate.options import ValidateOptions
 from ddlsim.tools.validate.runs import load_runs
-from ddlsim.tools.validate.track_record_build import summarise
+from ddlsim.tools.validate.track_record_build import summarise, summarise_transformers
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS = ROOT / "traces" / "measured" / "runs.csv"
 MODERN = ROOT / "traces" / "measured" / "runs_modern.csv"
+TRANSFORMERS = ROOT / "traces" / "measured" / "runs_transformers.csv"
 OUT = ROOT / "ddlsim" / "config" / "data" / FILE
 
 
-def build(runs_csv: Path = RUNS, modern_csv: Path = MODERN) -> dict:
-    """The track record of the current model over ``runs_csv`` and ``modern_csv``."""
+def build(
+    runs_csv: Path = RUNS, modern_csv: Path = MODERN, transformers_csv: Path = TRANSFORMERS
+) -> dict:
+    """The track record of the current model over ``runs_csv`` and ``modern_csv`` (CNNs) and
+    ``transformers_csv``."""
     default, absolute = [], []
     for path in (runs_csv, modern_csv):
         table = load_runs(path)
@@ -39,7 +44,12 @@ def build(runs_csv: Path = RUNS, modern_csv: Path = MODERN) -> dict:
     table = load_runs(runs_csv)
     options = ValidateOptions(**ASSUMED_PASS["options"])
     assumed = validate_file(table, options, sources=set(ASSUMED_PASS["sources"]))
-    return summarise(default, assumed, absolute)
+    table = load_runs(transformers_csv)
+    transformers = summarise_transformers(
+        validate_file(table, ValidateOptions()),
+        validate_file(table, ValidateOptions(absolute=True)),
+    )
+    return summarise(default, assumed, absolute, transformers)
 
 
 def render(doc: dict) -> str:

@@ -65,3 +65,20 @@ def test_predict_quotes_it(capsys):
     p = ddlsim.predict(model="resnet50", gpus=32, inter_node="ib-edr")
     assert json.loads(json.dumps(p.to_dict()))["track_record"] == lookup("horovod-nccl", 4)
     assert ddlsim.predict(model="resnet50").to_dict()["track_record"] is None
+
+
+def test_a_transformer_quotes_the_transformer_runs_error() -> None:
+    """A transformer's prediction quotes runs_transformers.csv's figures, not the CNNs'; a
+    sharded method's, from its --absolute pass."""
+    from ddlsim.config.track_record import lookup, lookup_absolute
+
+    ddp = lookup("ddp", 1, transformer=True)
+    assert ddp["n"] >= 200 and "runs_transformers" in ddp["source"]
+    assert lookup("ddp", 1)["n"] != ddp["n"]  # the CNN runs are another family
+    assert lookup("fsdp", 4, transformer=True)["n"] >= 30
+    own = lookup_absolute("v100-sxm2", "fp32", "tensorflow", transformer=True)
+    assert own["n"] >= 15 and own["framework"] == "tensorflow"
+    p = ddlsim.predict(
+        "bert-base", 8, gpu="v100-sxm2", batch=8, seq_len=128, comm="ddp", framework="pytorch"
+    )
+    assert p.track_record["n"] == ddp["n"]

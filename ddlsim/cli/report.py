@@ -7,6 +7,7 @@ from typing import Any
 from ddlsim.api import Prediction
 from ddlsim.cli.report_failures import failure_lines
 from ddlsim.cli.report_transformer import transformer_lines
+from ddlsim.comm import SHARDED_METHODS
 from ddlsim.config.track_record import format_absolute_line, format_line
 from ddlsim.workload.ttt import format_duration
 
@@ -355,7 +356,10 @@ def _measured_error_lines(p: Prediction) -> list[str]:
     quoted = ["  measured error (ddlsim validate)"]
     record = p.track_record
     if record is not None:
-        quoted.append(f"    scaling        {format_line(record)} (anchored to measured 1-GPU runs)")
+        how = "anchored to measured 1-GPU runs"
+        if p.inputs.get("transformer") and record["comm"] in SHARDED_METHODS:
+            how = "--absolute: the whole step, no anchor"
+        quoted.append(f"    scaling        {format_line(record)} ({how})")
     quoted.append(
         f"    1-GPU compute  {format_absolute_line(p.compute_record)} (--absolute: no anchor)"
     )

@@ -56,26 +56,36 @@ def _document() -> dict[str, Any]:
         raise CatalogError(f"ddlsim/config/data/{FILE} is unreadable: {exc}") from None
 
 
-def lookup(comm: str, nodes: int) -> dict[str, Any]:
-    """The measured error of ``comm`` at ``nodes`` nodes: ``{"comm", "regime", "n", "mape",
-    "median_ape", "bias", "worst_run_id", "worst_rel_error", "n_assumed", "source"}``;
-    ``n`` 0 (figures None) where no measured run of that method and regime exists."""
-    label = regime(nodes)
+def _family(transformer: bool) -> dict[str, Any]:
+    """The CNN track record (the document) or its transformer families' section."""
     doc = _document()
-    entry = doc["by_comm_regime"].get(f"{comm} | {label}")
-    base = {"comm": comm, "regime": label, "source": doc["source"]}
+    return doc.get("transformers", {}) if transformer else doc
+
+
+def lookup(comm: str, nodes: int, *, transformer: bool = False) -> dict[str, Any]:
+    """The measured error of ``comm`` at ``nodes`` nodes (of a transformer's runs with
+    ``transformer``): ``{"comm", "regime", "n", "mape", "median_ape", "bias", "worst_run_id",
+    "worst_rel_error", "n_assumed", "source"}``; ``n`` 0 (figures None) where no measured run
+    of that method and regime exists."""
+    label = regime(nodes)
+    doc = _family(transformer)
+    entry = doc.get("by_comm_regime", {}).get(f"{comm} | {label}")
+    base = {"comm": comm, "regime": label, "source": doc.get("source", "")}
     if entry is None:
         empty = dict.fromkeys(("mape", "median_ape", "bias", "worst_run_id", "worst_rel_error"))
         return {**base, "n": 0, "n_assumed": 0, **empty}
     return {**base, **entry}
 
 
-def lookup_absolute(gpu: str, precision: str, framework: str | None = None) -> dict[str, Any]:
+def lookup_absolute(
+    gpu: str, precision: str, framework: str | None = None, *, transformer: bool = False
+) -> dict[str, Any]:
     """The measured error of ddlsim's own 1-GPU compute for ``gpu`` at ``precision``
-    (``validate --absolute``): ``{"gpu", "precision", "framework", "n", "mape", "bias", ...}``;
-    the runs of ``framework`` where there are some (``framework`` then set), else every run of
-    that GPU and precision; ``n`` 0 where there is none."""
-    doc = _document()
+    (``validate --absolute``; a transformer's runs with ``transformer``): ``{"gpu",
+    "precision", "framework", "n", "mape", "bias", ...}``; the runs of ``framework`` where
+    there are some (``framework`` then set), else every run of that GPU and precision; ``n``
+    0 where there is none."""
+    doc = _family(transformer)
     own = doc.get("absolute_by_gpu_precision_framework", {}).get(
         f"{gpu} | {precision} | {framework}"
     )
@@ -84,7 +94,7 @@ def lookup_absolute(gpu: str, precision: str, framework: str | None = None) -> d
         "gpu": gpu,
         "precision": precision,
         "framework": framework if own else None,
-        "source": doc["source"],
+        "source": doc.get("source", ""),
     }
     if entry is None:
         empty = dict.fromkeys(("mape", "median_ape", "bias", "worst_run_id", "worst_rel_error"))

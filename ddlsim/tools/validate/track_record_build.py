@@ -24,6 +24,22 @@ def _entry(rows: Sequence[Any]) -> dict[str, Any]:
     }
 
 
+def _precision(run: Any) -> str:
+    """The row's precision as predict names it (a transformer row's ``amp`` + ``bf16`` variant
+    is ``bf16``, + ``fp8`` is ``fp8``)."""
+    if getattr(run, "schema", "") != "transformers":
+        return run.precision
+    from ddlsim.tools.validate.transformer_mapping import numerics_kwargs
+
+    return numerics_kwargs(run)[0].get("precision", run.precision)
+
+
+def _framework(run: Any) -> str:
+    from ddlsim.tools.validate.transformer_mapping import FRAMEWORK_NAMES
+
+    return FRAMEWORK_NAMES.get(run.framework, run.framework) or "not stated"
+
+
 def summarise_absolute(rows: Sequence[Any], by_framework: bool = False) -> dict[str, Any]:
     """The 1-GPU rows of a ``validate --absolute`` pass by ``"<gpu> | <precision>"`` (with
     ``by_framework``: ``"<gpu> | <precision> | <framework>"``)."""
@@ -31,17 +47,44 @@ def summarise_absolute(rows: Sequence[Any], by_framework: bool = False) -> dict[
     for r in rows:
         if r.status != PREDICTED or r.rel_error is None or r.run.gpus != 1:
             continue
-        key = f"{r.run.gpu} | {r.run.precision}"
+        key = f"{r.run.gpu} | {_precision(r.run)}"
         if by_framework:
-            key += f" | {r.run.framework or 'not stated'}"
+            key += f" | {_framework(r.run)}"
         groups.setdefault(key, []).append(r)
     return {key: _entry(groups[key]) for key in sorted(groups)}
+
+
+def _by_comm_regime(rows: Sequence[Any]) -> dict[str, Any]:
+    groups: dict[str, list[Any]] = {}
+    for r in rows:
+        if r.status != PREDICTED or r.rel_error is None or r.assumption or r.run.gpus == 1:
+            continue
+        groups.setdefault(f"{r.run.comm} | {regime(run_nodes(r.run))}", []).append(r)
+    return {key: {**_entry(groups[key]), "n_assumed": 0} for key in sorted(groups)}
+
+
+def summarise_transformers(default_rows: Sequence[Any], absolute_rows: Sequence[Any]) -> dict:
+    """The transformer families (traces/measured/runs_transformers.csv): by method and node
+    count from the anchored pass, the sharded methods (validated without an anchor) from the
+    ``--absolute`` pass, and the 1-GPU compute by GPU, precision (and framework)."""
+    from ddlsim.comm import SHARDED_METHODS
+
+    anchored = [r for r in default_rows if r.run is None or r.run.comm not in SHARDED_METHODS]
+    sharded = [r for r in absolute_rows if r.run is not None and r.run.comm in SHARDED_METHODS]
+    return {
+        "source": "ddlsim validate traces/measured/runs_transformers.csv (anchored; the "
+        "sharded methods and the 1-GPU compute with --absolute)",
+        "by_comm_regime": {**_by_comm_regime(anchored), **_by_comm_regime(sharded)},
+        "absolute_by_gpu_precision": summarise_absolute(absolute_rows),
+        "absolute_by_gpu_precision_framework": summarise_absolute(absolute_rows, True),
+    }
 
 
 def summarise(
     default_rows: Sequence[Any],
     assumed_rows: Sequence[Any],
     absolute_rows: Sequence[Any] = (),
+    transformers: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The file's content from the passes' :class:`~ddlsim.tools.validate.core.RowResult` lists:
     the default (anchored) pass, the large-N rows under their era's configuration, and an
@@ -76,4 +119,5 @@ def summarise(
         "construction and are left out",
         "absolute_by_gpu_precision": summarise_absolute(absolute_rows),
         "absolute_by_gpu_precision_framework": summarise_absolute(absolute_rows, True),
+        **({"transformers": transformers} if transformers else {}),
     }
