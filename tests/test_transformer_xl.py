@@ -124,3 +124,24 @@ def test_llm_foundry_rows_run_its_fused_loss() -> None:
     from ddlsim.tools.validate.transformer_mapping import LOSS_KERNEL_OF_SOURCE
 
     assert LOSS_KERNEL_OF_SOURCE["MOSAIC_LLMF_2307"] == "fused"
+
+
+def test_each_micro_step_after_the_first_adds_its_gradient_in_fp32() -> None:
+    """Gradient accumulation: K - 1 micro-steps and K - 1 additions of 12 bytes a parameter
+    (read both gradients, write the sum, fp32) at the element-wise kernels' bandwidth."""
+    from ddlsim.calibration.transformer import ACCUMULATE_BYTES_PER_PARAM, accumulate_s
+    from ddlsim.compute.gemm import default_gemm_model
+
+    v100 = device("v100-sxm2")
+    bandwidth = v100.mem_bandwidth_Bps * default_gemm_model().stream_efficiency
+    assert accumulate_s(335_000_000, v100) == pytest.approx(
+        335_000_000 * ACCUMULATE_BYTES_PER_PARAM / bandwidth
+    )
+    import ddlsim
+
+    one = ddlsim.predict("bert-large", 1, gpu="v100-sxm2", batch=4, seq_len=128, grad_accum=1)
+    four = ddlsim.predict("bert-large", 1, gpu="v100-sxm2", batch=4, seq_len=128, grad_accum=4)
+    compute = one.iteration_time_s - one.setup.workload.profile.unattributed_time_s
+    extra = four.iteration_time_s - one.iteration_time_s
+    n = one.setup.workload.model.n_params
+    assert extra == pytest.approx(3 * (compute + accumulate_s(n, v100)), rel=0.02)

@@ -5,7 +5,9 @@ model's (:mod:`ddlsim.compute.transformer_step`) for the job's micro-batch, sequ
 numerics and attention kernel, stage by stage (:mod:`ddlsim.workload.transformers.spec`).
 The optimizer step, which no stage owns, is the profile's unattributed time: a pass over the
 parameters' optimizer state at the DRAM roof (:func:`optimizer_step_s`). With gradient
-accumulation the ``micro_steps`` stage carries the ``K - 1`` micro-steps before the last.
+accumulation the ``micro_steps`` stage carries the ``K - 1`` micro-steps before the last and
+the ``K - 1`` additions of a micro-step's gradient into the accumulated one
+(:data:`ACCUMULATE_BYTES_PER_PARAM`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,18 @@ from ddlsim.workload.transformers.structure import block, embedding, head, speec
 OPTIMIZER_STATES = {"sgd": 0, "momentum": 1, "adam": 2, "adamw": 2, "lamb": 2}
 #: LAMB reads the update again for its per-layer trust ratio (two norms per tensor)
 LAMB_EXTRA_READS = 2
+#: DRAM bytes per parameter of adding one micro-step's gradient into the accumulated one:
+#: PyTorch's AccumulateGrad (``param.grad += new``) and TensorFlow's ``assign_add`` into an
+#: accumulator read both and write the sum, in fp32 (autocast and TF's AMP rewrite keep the
+#: variables, so their gradients, in fp32)
+ACCUMULATE_BYTES_PER_PARAM = 12.0
+
+
+def accumulate_s(n_params: int, device: DeviceSpec) -> float:
+    """Seconds of one gradient accumulation over ``n_params`` parameters (at the DRAM roof)."""
+    m = default_gemm_model()
+    bandwidth = device.mem_bandwidth_Bps * m.stream_efficiency
+    return n_params * ACCUMULATE_BYTES_PER_PARAM / bandwidth
 
 
 def optimizer_bytes_per_param(optimizer: str, mixed: bool) -> float:
@@ -138,7 +152,8 @@ def transformer_profile(
         rows.append(LayerTiming(layer.name, t.fwd_s, t.bwd_s, layer.grad_bytes("fp32")))
     one_step_s = sum(r.fwd_time_s + r.bwd_time_s for r in rows)
     if spec.layers[0].name == MICRO_STEPS:
-        accum_s = (step.grad_accum - 1) * one_step_s
+        # each micro-step but the first adds its gradient into the accumulated one
+        accum_s = (step.grad_accum - 1) * (one_step_s + accumulate_s(spec.n_params, device))
         rows.insert(0, LayerTiming(MICRO_STEPS, accum_s, 0.0, 0))
     opt_s = optimizer_step_s(
         spec.n_params, len(spec.tensors), device, step.optimizer, step.mixed,
