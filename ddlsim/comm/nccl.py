@@ -276,23 +276,28 @@ def tree_latency_s(topo: Topology, protocol: str) -> float:
     return BASE_LATENCY_US["tree"][protocol] * 1e-6 + 2 * hops
 
 
-def ring_bus_Bps(topo: Topology, protocol: str) -> float:
-    """A ring's bus bandwidth with ``protocol`` on all channels: the data its lines carry,
-    LL at most NCCL's ``llMaxBws`` ceiling, LL128 at most its per-channel ceiling x channels
-    (:mod:`~ddlsim.comm.nccl_tuning`)."""
-    bus = topo.bus_Bps * PROTOCOL_BANDWIDTH[protocol]
+def ring_bus_Bps(topo: Topology, protocol: str, used: float = 0) -> float:
+    """A ring's bus bandwidth with ``protocol`` on ``used`` of its channels (0: all): each
+    channel moves its share of the slowest link (NCCL's per-channel graph bandwidth) as the
+    protocol's lines carry data, LL128 at most its per-channel ceiling; LL in all at most
+    NCCL's ``llMaxBws`` ceiling (:mod:`~ddlsim.comm.nccl_tuning`)."""
+    used = used or topo.channels
+    per_channel = topo.bus_Bps * PROTOCOL_BANDWIDTH[protocol] / topo.channels
+    if protocol == "LL128":
+        per_channel = min(per_channel, tuning.ring_ll128_per_channel_Bps(topo.arch))
+    bus = used * per_channel
     if protocol == "LL":
         bus = min(bus, tuning.ll_max_Bps(topo.arch, topo.n_nodes))
-    elif protocol == "LL128":
-        bus = min(bus, topo.channels * tuning.ring_ll128_per_channel_Bps(topo.arch))
     return bus
 
 
-def ring_bandwidth_s(topo: Topology, protocol: str, nbytes: float, rounds: int = 2) -> float:
+def ring_bandwidth_s(
+    topo: Topology, protocol: str, nbytes: float, rounds: int = 2, used: float = 0
+) -> float:
     """Bandwidth term of a ring call: ``rounds (N-1)/N S`` over the protocol's bus bandwidth
-    (:func:`ring_bus_Bps`)."""
+    on ``used`` channels (:func:`ring_bus_Bps`)."""
     n = topo.n_ranks
-    return rounds * (n - 1) / n * nbytes / ring_bus_Bps(topo, protocol)
+    return rounds * (n - 1) / n * nbytes / ring_bus_Bps(topo, protocol, used)
 
 
 def tree_correction(protocol: str, nbytes: float) -> float:
@@ -313,7 +318,7 @@ def tree_correction(protocol: str, nbytes: float) -> float:
     return table[lo] + (x - lo) * (table[lo + 1] - table[lo])
 
 
-def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float) -> float:
+def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float, used: float = 0) -> float:
     """Bandwidth term of a tree allreduce: NCCL's ``min(0.92 bus, channels x cap) / 2`` (an
     interior node of the double binary tree moves 2S through its NIC each way: S/2 from each
     child and to the parent in one tree, S/2 as a leaf of the other, twice). On exactly two
@@ -322,13 +327,15 @@ def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float) -> float:
     rate" bus bandwidth of two-node trees, :data:`TWO_NODE_TREE`). LL moves 1/3.8 of it, at
     most LL's ceiling; LL128 7/9 of it on one node and 120/128 across nodes, at most its
     per-channel ceiling (NCCL's caps are on the bus bandwidth, twice the tree's algorithm
-    bandwidth)."""
-    arch, nodes, ch = topo.arch, topo.n_nodes, topo.channels
+    bandwidth). On ``used`` of the channels (0: all) every link and ceiling per channel
+    counts ``used`` times, LL's whole-GPU ceiling once."""
+    arch, nodes, ch = topo.arch, topo.n_nodes, used or topo.channels
+    share = ch / topo.channels
     cap = ch * tuning.tree_per_channel_Bps(arch, nodes, "Simple")
-    algo = min(topo.bus_Bps * TREE_EFFICIENCY, cap) / 2
+    algo = min(topo.bus_Bps * share * TREE_EFFICIENCY, cap) / 2
     if nodes == 2 and math.isfinite(topo.net_Bps):
-        intra_side = min(topo.intra_Bps * TREE_EFFICIENCY, cap) / 2
-        algo = min(topo.net_Bps * TREE_EFFICIENCY, intra_side)
+        intra_side = min(topo.intra_Bps * share * TREE_EFFICIENCY, cap) / 2
+        algo = min(topo.net_Bps * share * TREE_EFFICIENCY, intra_side)
     if protocol == "LL":
         algo = min(algo * TREE_LL_FACTOR, tuning.ll_max_Bps(arch, nodes) / 2)
     elif protocol == "LL128":
@@ -345,33 +352,21 @@ def cost(
     *,
     plateau: bool = True,
     rounds: int = 2,
-    channels: int = 0,
+    channels: float = 0,
 ) -> Choice:
     """Time of one call of ``nbytes`` with this algorithm and protocol: an allreduce
     (``rounds`` 2; ``plateau``: the tuning model's ring plateau factor, NCCL 2.5+) or a ring
     allgather / reduce-scatter (``rounds`` 1), on ``channels`` of the topology's channels
-    (0: all, NCCL's own estimate; fewer: :func:`on_channels`)."""
+    (0: all, NCCL's own estimate; fewer: each moves its share of every link, the ceilings
+    per channel count that many times, LL's whole-GPU ceiling once)."""
     used = channels if 0 < channels < topo.channels else topo.channels
-    links = on_channels(topo, used)
     if algorithm == "ring":
         lat = ring_latency_s(topo, protocol, nbytes, plateau=plateau, rounds=rounds)
-        bw_s = ring_bandwidth_s(links, protocol, nbytes, rounds)
+        bw_s = ring_bandwidth_s(topo, protocol, nbytes, rounds, used)
     else:
         lat = tree_latency_s(topo, protocol)
-        bw_s = tree_bandwidth_s(links, protocol, nbytes)
-    return Choice(algorithm, protocol, lat + bw_s, lat, used)
-
-
-def on_channels(topo: Topology, used: int) -> Topology:
-    """``topo`` as a call on ``used`` of its channels sees it: each channel is a CTA and a
-    connection per peer carrying its share of every link, so ``used / channels`` of each
-    link's bandwidth; the per-channel ceilings then apply to ``used`` channels, and a
-    protocol's whole-GPU ceiling (LL's) stays what it is."""
-    if used >= topo.channels:
-        return topo
-    f = used / topo.channels
-    return replace(topo, channels=used, bus_Bps=topo.bus_Bps * f, net_Bps=topo.net_Bps * f,
-                   intra_Bps=topo.intra_Bps * f)  # fmt: skip
+        bw_s = tree_bandwidth_s(topo, protocol, nbytes, used)
+    return Choice(algorithm, protocol, lat + bw_s, lat, math.ceil(used))
 
 
 def executed(topo: Topology, version: NcclVersion, predicted: Choice, nbytes: float,
@@ -381,10 +376,12 @@ def executed(topo: Topology, version: NcclVersion, predicted: Choice, nbytes: fl
     if not version.tuned:
         return predicted
     a, p = predicted.algorithm, predicted.protocol
-    used = tuning.channels_used(topo.channels, a, p, nbytes, topo.n_ranks, topo.bus_Bps)
-    if used >= topo.channels:
+    share = tuning.channel_share(topo.channels, a, p, nbytes, topo.n_ranks, topo.bus_Bps)
+    if share >= topo.channels:
         return predicted
-    return cost(topo, a, p, nbytes, plateau=True, rounds=rounds, channels=used)
+    ch = cost(topo, a, p, nbytes, plateau=True, rounds=rounds, channels=share)
+    used = tuning.channels_used(topo.channels, a, p, nbytes, topo.n_ranks, topo.bus_Bps)
+    return replace(ch, channels=used)
 
 
 def ll_threshold_bytes(topo: Topology) -> float:

@@ -86,16 +86,34 @@ def tree_per_channel_Bps(arch: str, n_nodes: int, protocol: str) -> float:
     return table[arch_row(arch)][node_column(n_nodes)] * GB
 
 
-def channels_used(
-    channels: int, algorithm: str, protocol: str, nbytes: float, n_ranks: int, bus_Bps: float
-) -> int:
-    """Channels a ring or tree call of ``nbytes`` runs on (``topoGetAlgoInfo``): the most,
-    up to ``channels``, that leave every thread its threshold of bytes; at least one."""
+def channel_bytes(algorithm: str, protocol: str, n_ranks: int, bus_Bps: float) -> int:
+    """Bytes of a call each channel needs (``threads x threshold``) before NCCL runs it on
+    one more: a ring LL call's threshold is per rank's slice, so x ``n_ranks``."""
     threads = MAX_THREADS[protocol]
     if algorithm == "ring" and protocol == "Simple" and bus_Bps <= PCI_BW_Bps:
         threads = 256
     threshold = THREAD_THRESHOLD_BYTES[protocol]
     if algorithm == "ring" and protocol == "LL":
         threshold *= n_ranks
-    per_channel = threads * threshold
-    return max(1, min(channels, math.floor(nbytes / per_channel)))
+    return threads * threshold
+
+
+def channels_used(
+    channels: int, algorithm: str, protocol: str, nbytes: float, n_ranks: int, bus_Bps: float
+) -> int:
+    """Channels a ring or tree call of ``nbytes`` runs on (``topoGetAlgoInfo``): the most,
+    up to ``channels``, that leave every channel :func:`channel_bytes`; at least one."""
+    unit = channel_bytes(algorithm, protocol, n_ranks, bus_Bps)
+    return max(1, min(channels, math.floor(nbytes / unit)))
+
+
+def channel_share(
+    channels: int, algorithm: str, protocol: str, nbytes: float, n_ranks: int, bus_Bps: float
+) -> float:
+    """The channels a call's bandwidth runs on, as a number: ``nbytes / channel_bytes``
+    between 1 and ``channels``. NCCL's count (:func:`channels_used`) is its floor; at the
+    sizes nccl-tests measures (powers of two) the two agree wherever ``channel_bytes`` divides
+    the size, and without the floor a call never ends sooner than a smaller one on the same
+    protocol (the floor's sawtooth: one channel's share of time won or lost at each count)."""
+    unit = channel_bytes(algorithm, protocol, n_ranks, bus_Bps)
+    return max(1.0, min(float(channels), nbytes / unit))
