@@ -12,8 +12,13 @@ docs/design.md, "Collectives as NCCL costs them"). One allreduce of S bytes over
   bytes per channel and rank pay NCCL's "plateau" factor (1.9 before Ampere, 1.4 after).
 - **bandwidth**: the bus bandwidth is the slowest link a byte crosses (the intra-node fabric, the
   node's NICs). RING: ``bus x N / (2(N-1))``; LL moves 8-byte lines of 4 data bytes (x0.5),
-  LL128 128-byte lines of 120 (x0.92, at most 20 GB/s per channel). TREE: ``min(0.92 bus,
-  channels x cap) / 2``, LL tree at 1/3.8 of that, times NCCL's empirical correction by size.
+  LL128 128-byte lines of 120 (x0.92). TREE: ``min(0.92 bus, channels x cap) / 2``, LL tree at
+  1/3.8 of that, times NCCL's empirical correction by size. Each protocol's ceilings by
+  architecture (LL's whole-GPU one, LL128's and the tree's per channel) are NCCL 2.29's
+  (:mod:`ddlsim.comm.nccl_tuning`).
+- **channels**: NCCL chooses by the estimate above (all channels), then runs a small call on
+  fewer channels (``topoGetAlgoInfo``), each moving its share of every link: the time is that
+  call's (:func:`executed`, 2.5+).
 
 Versions (the measured runs are 2017-2020): 2.0-2.3 run rings only, LL below a per-thread size
 threshold and SIMPLE above; 2.4 adds trees (ddlsim takes the cheaper of ring and tree, the
