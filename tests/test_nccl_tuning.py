@@ -122,6 +122,10 @@ def test_the_call_runs_on_what_its_size_gets_only_from_2_5() -> None:
     for old in (V21, V24):
         ch = choose(t, old, s, "ring", "LL")
         assert ch.time_s == pytest.approx(cost(t, "ring", "LL", s, plateau=False).time_s)
+    # the ceilings are the hardware's: a 2.1 LL ring on a V100 node moves at most 39 GB/s
+    v100 = topo(nodes=1, channels=6, bus=150e9, arch="volta")
+    big = 2**22
+    assert choose(v100, V21, big, "ring", "LL").bandwidth_s == pytest.approx(2 * 7 / 8 * big / 39e9)
 
 
 SIZES = st.floats(8, 2e10)
