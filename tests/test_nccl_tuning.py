@@ -37,7 +37,7 @@ def topo(nodes=2, local=8, channels=16, bus=360e9, arch="hopper", net_us=3.0) ->
         transport_latency_s=net_us * 1e-6 if multi else 0.0,
         arch=arch,
         net_Bps=bus if multi else math.inf,
-        intra_Bps=2 * bus if local > 1 else math.inf,
+        intra_Bps=(2 * bus if multi else bus) if local > 1 else math.inf,
     )
 
 
@@ -97,6 +97,18 @@ def test_a_call_on_fewer_channels_moves_their_share(used) -> None:
     ll = cost(t, "ring", "LL", s, channels=used)
     bus = min(used * 360e9 / 16 * 0.5, 141 * GB)
     assert ll.bandwidth_s == pytest.approx(2 * 7 / 8 * s / bus)
+
+
+def test_fewer_channels_share_the_nics_but_not_the_fabric() -> None:
+    """Across nodes a channel is a CTA driving its share of NVLink; the NICs are shared by the
+    channels that run: 8 of 16 channels on 720 GB/s NVLink still fill 360 GB/s of NICs, 1
+    of 16 moves 45 GB/s."""
+    t, s = topo(nodes=2, channels=16, bus=360e9), 2**24
+    full = cost(t, "ring", "Simple", s, rounds=1)
+    assert cost(t, "ring", "Simple", s, rounds=1, channels=8).bandwidth_s == full.bandwidth_s
+    assert cost(t, "ring", "Simple", s, rounds=1, channels=1).bandwidth_s == pytest.approx(
+        full.bandwidth_s * 360 / 45
+    )
 
 
 def test_allgather_goes_round_the_ring_once() -> None:

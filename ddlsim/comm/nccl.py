@@ -281,17 +281,27 @@ def tree_latency_s(topo: Topology, protocol: str) -> float:
     return BASE_LATENCY_US["tree"][protocol] * 1e-6 + 2 * hops
 
 
+def bus_on_channels(topo: Topology, used: float = 0) -> float:
+    """The slowest link a byte crosses when a call runs on ``used`` of the channels (0: all).
+    A channel is one CTA per GPU driving the intra-node fabric at its share of it (NCCL's
+    graph search sized the channels to the fabric: ``bwIntra`` per channel), so that side
+    scales with ``used``; a node's NICs are shared by whatever channels run (one network
+    connection fills a NIC), so they do not. One GPU per node: the NICs' share per channel
+    stands for the GPU side."""
+    if not used or used >= topo.channels:
+        return topo.bus_Bps
+    gpu_Bps = topo.intra_Bps if math.isfinite(topo.intra_Bps) else topo.bus_Bps
+    return min(topo.bus_Bps, gpu_Bps * used / topo.channels)
+
+
 def ring_bus_Bps(topo: Topology, protocol: str, used: float = 0) -> float:
-    """A ring's bus bandwidth with ``protocol`` on ``used`` of its channels (0: all): each
-    channel moves its share of the slowest link (NCCL's per-channel graph bandwidth) as the
-    protocol's lines carry data, LL128 at most its per-channel ceiling; LL in all at most
-    NCCL's ``llMaxBws`` ceiling (:mod:`~ddlsim.comm.nccl_tuning`)."""
-    used = used or topo.channels
-    per_channel = topo.bus_Bps * PROTOCOL_BANDWIDTH[protocol] / topo.channels
+    """A ring's bus bandwidth with ``protocol`` on ``used`` of its channels (0: all): the
+    data the protocol's lines carry over :func:`bus_on_channels`, LL128 at most its ceiling
+    per channel, LL at most NCCL's whole-GPU ``llMaxBws`` (:mod:`~ddlsim.comm.nccl_tuning`)."""
+    bus = bus_on_channels(topo, used) * PROTOCOL_BANDWIDTH[protocol]
     if protocol == "LL128":
-        per_channel = min(per_channel, tuning.ring_ll128_per_channel_Bps(topo.arch))
-    bus = used * per_channel
-    if protocol == "LL":
+        bus = min(bus, (used or topo.channels) * tuning.ring_ll128_per_channel_Bps(topo.arch))
+    elif protocol == "LL":
         bus = min(bus, tuning.ll_max_Bps(topo.arch, topo.n_nodes))
     return bus
 
@@ -332,15 +342,14 @@ def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float, used: float =
     rate" bus bandwidth of two-node trees, :data:`TWO_NODE_TREE`). LL moves 1/3.8 of it, at
     most LL's ceiling; LL128 7/9 of it on one node and 120/128 across nodes, at most its
     per-channel ceiling (NCCL's caps are on the bus bandwidth, twice the tree's algorithm
-    bandwidth). On ``used`` of the channels (0: all) every link and ceiling per channel
-    counts ``used`` times, LL's whole-GPU ceiling once."""
+    bandwidth). On ``used`` of the channels (0: all) the links are :func:`bus_on_channels`'s
+    and each ceiling per channel counts ``used`` times, LL's whole-GPU ceiling once."""
     arch, nodes, ch = topo.arch, topo.n_nodes, used or topo.channels
-    share = ch / topo.channels
     cap = ch * tuning.tree_per_channel_Bps(arch, nodes, "Simple")
-    algo = min(topo.bus_Bps * share * TREE_EFFICIENCY, cap) / 2
+    algo = min(bus_on_channels(topo, used) * TREE_EFFICIENCY, cap) / 2
     if nodes == 2 and math.isfinite(topo.net_Bps):
-        intra_side = min(topo.intra_Bps * share * TREE_EFFICIENCY, cap) / 2
-        algo = min(topo.net_Bps * share * TREE_EFFICIENCY, intra_side)
+        intra_side = min(topo.intra_Bps * ch / topo.channels * TREE_EFFICIENCY, cap) / 2
+        algo = min(topo.net_Bps * TREE_EFFICIENCY, intra_side)
     if protocol == "LL":
         algo = min(algo * TREE_LL_FACTOR, tuning.ll_max_Bps(arch, nodes) / 2)
     elif protocol == "LL128":
@@ -362,8 +371,8 @@ def cost(
     """Time of one call of ``nbytes`` with this algorithm and protocol: an allreduce
     (``rounds`` 2; ``plateau``: the tuning model's ring plateau factor, NCCL 2.5+) or a ring
     allgather / reduce-scatter (``rounds`` 1), on ``channels`` of the topology's channels
-    (0: all, NCCL's own estimate; fewer: each moves its share of every link, the ceilings
-    per channel count that many times, LL's whole-GPU ceiling once)."""
+    (0: all, NCCL's own estimate; fewer: each drives its share of the intra-node fabric, the
+    NICs are shared, the ceilings per channel count that many times, LL's once)."""
     used = channels if 0 < channels < topo.channels else topo.channels
     if algorithm == "ring":
         lat = ring_latency_s(topo, protocol, nbytes, plateau=plateau, rounds=rounds)
