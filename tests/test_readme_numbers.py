@@ -206,3 +206,49 @@ def test_the_fsdp_validation(cli):
     quoted(f"the 192 whose network is stated come out at MAPE {_mape(fsdp)} (bias {bias})")
     quoted(f"H100 8 GPUs {_mape(h100)} ({100 * sum(h100) / len(h100):+.1f}%:")
     quoted(f"The 6 DeepSpeed ZeRO-1 rows: {_mape(zero)}")
+
+
+def _band_mape(rows: list[dict], lo: float, hi: float) -> str:
+    errors = [r["rel_error"] for r in rows if lo < r["size_bytes"] <= hi]
+    return _mape(errors)
+
+
+def test_the_collectives_validation(cli):
+    """The measured collectives' figures: nccl_tests.csv by size band, nccl_tests_modern.csv by
+    collective and (for all_gather) by size."""
+    code, out, _ = cli("validate", str(REPO / "traces/measured/collectives/nccl_tests.csv"))
+    assert code == 0
+    lines = out.splitlines()
+    head = next(ln for ln in lines if ln.startswith("all predicted rows")).split()
+
+    def band(name: str) -> str:  # the "by size band" line: n, MAPE, median, bias
+        line = next(ln for ln in lines if ln.startswith(f"  {name} "))
+        return line[len(name) + 2 :].split()[1]
+
+    small, mid, large = (band(b) for b in ("< 64 KiB", "64 KiB - 16 MiB", "> 16 MiB"))
+    quoted(f"MAPE {head[4]} (bias {head[6]}): < 64 KiB {small}, 64 KiB - 16 MiB {mid}, ")
+    quoted(f"> 16 MiB {large}")
+    path = REPO / "traces/measured/collectives/nccl_tests_modern.csv"
+    code, out, _ = cli("validate", str(path), "--json")
+    assert code == 0
+    with path.open(newline="") as f:
+        kind = {i: r["collective"] for i, r in enumerate(csv.DictReader(f), start=2)}
+    by: dict[str, list[dict]] = defaultdict(list)
+    for r in json.loads(out)["rows"]:
+        if r["status"] == "predicted":
+            by[kind[r["line"]]].append(r)
+    ar, ag, rs = (by[c] for c in ("all_reduce", "all_gather", "reduce_scatter"))
+    assert (len(ar), len(ag), len(rs)) == (245, 280, 7)
+
+    def bias(rows: list[dict]) -> str:
+        return f"{100 * sum(r['rel_error'] for r in rows) / len(rows):+.1f}%"
+
+    errors = {c: [r["rel_error"] for r in rows] for c, rows in by.items()}
+    quoted(f"all_reduce 245 rows {_mape(errors['all_reduce'])} MAPE (bias {bias(ar)})")
+    quoted(f"reduce_scatter 7 rows {_mape(errors['reduce_scatter'])};")
+    mib = 2**20
+    quoted(
+        f"all_gather 280 rows {_mape(errors['all_gather'])} (bias {bias(ag)}: by size, up to "
+        f"1 MiB {_band_mape(ag, 0, mib)}, 1-16 MiB {_band_mape(ag, mib, 16 * mib)}, 16-256 MiB "
+        f"{_band_mape(ag, 16 * mib, 256 * mib)}, above 256 MiB {_band_mape(ag, 256 * mib, 1e30)})"
+    )

@@ -12,8 +12,13 @@ docs/design.md, "Collectives as NCCL costs them"). One allreduce of S bytes over
   bytes per channel and rank pay NCCL's "plateau" factor (1.9 before Ampere, 1.4 after).
 - **bandwidth**: the bus bandwidth is the slowest link a byte crosses (the intra-node fabric, the
   node's NICs). RING: ``bus x N / (2(N-1))``; LL moves 8-byte lines of 4 data bytes (x0.5),
-  LL128 128-byte lines of 120 (x0.92, at most 20 GB/s per channel). TREE: ``min(0.92 bus,
-  channels x cap) / 2``, LL tree at 1/3.8 of that, times NCCL's empirical correction by size.
+  LL128 128-byte lines of 120 (x0.92). TREE: ``min(0.92 bus, channels x cap) / 2``, LL tree at
+  1/3.8 of that, times NCCL's empirical correction by size. Each protocol's ceilings by
+  architecture (LL's whole-GPU one, LL128's and the tree's per channel) are NCCL 2.29's
+  (:mod:`ddlsim.comm.nccl_tuning`).
+- **channels**: NCCL chooses by the estimate above (all channels), then runs a small call on
+  fewer channels (``topoGetAlgoInfo``), each moving its share of every link: the time is that
+  call's (:func:`executed`, 2.5+).
 
 Versions (the measured runs are 2017-2020): 2.0-2.3 run rings only, LL below a per-thread size
 threshold and SIMPLE above; 2.4 adds trees (ddlsim takes the cheaper of ring and tree, the
@@ -25,9 +30,10 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from ddlsim.comm import nccl_tuning as tuning
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.system.specs import Cluster
 
@@ -63,13 +69,12 @@ HOP_LATENCY_US = {
 #: on a multi-node ring an intra-node hop costs at least the network post overhead (µs; Intel
 #: hosts), three times for SIMPLE
 MIN_INTRA_HOP_MULTINODE_US = 1.0
-#: fraction of the bus bandwidth a protocol's lines carry as data
+#: fraction of the bus bandwidth a protocol's lines carry as data; each protocol's ceilings by
+#: architecture (LL's ``llMaxBws``, LL128's and the tree's per channel) are in
+#: :mod:`ddlsim.comm.nccl_tuning`
 PROTOCOL_BANDWIDTH = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
-LL128_CHANNEL_CAP_Bps = 20e9
 TREE_EFFICIENCY = 0.92
 TREE_LL_FACTOR = 1 / 3.8
-#: per-channel tree bandwidth cap: one node, and from 4 nodes on
-TREE_CHANNEL_CAP_Bps = {"single": 26.5e9, "multi": 10e9}
 #: NCCL's empirical tree correction by size bucket: bucket b covers [64 * 2**b, 64 * 2**(b+1))
 #: bytes, 64 B to 256 MiB (NCCL 2.5-2.8 tuning.cc)
 TREE_CORRECTION = {
@@ -223,6 +228,7 @@ class Choice:
     protocol: str
     time_s: float
     latency_s: float
+    channels: int = 0  # channels the call ran on (0: not stated)
 
     @property
     def bandwidth_s(self) -> float:
@@ -248,16 +254,20 @@ def _intra_hop_s(topo: Topology, algorithm: str, protocol: str) -> float:
     return hop
 
 
-def ring_latency_s(topo: Topology, protocol: str, nbytes: float, *, plateau: bool = True) -> float:
-    """Latency of a ring allreduce: base + intra hops + the 2(n-1) network crossings, times
-    the tuning model's plateau factor where ``plateau`` (NCCL 2.5+)."""
+def ring_latency_s(
+    topo: Topology, protocol: str, nbytes: float, *, plateau: bool = True, rounds: int = 2
+) -> float:
+    """Latency of a ring call that goes ``rounds`` times round the ring (an allreduce 2: its
+    reduce-scatter and its allgather; an allgather or a reduce-scatter 1): base + the
+    ``rounds (N-1)`` steps' intra hops + the ``rounds (n-1)`` network crossings; an allreduce
+    pays the tuning model's plateau factor where ``plateau`` (NCCL 2.5+)."""
     n, nodes = topo.n_ranks, topo.n_nodes
-    net_steps = 2 * (nodes - 1)
+    net_steps = rounds * (nodes - 1)
     lat = BASE_LATENCY_US["ring"][protocol] * 1e-6
-    lat += (2 * (n - 1) - net_steps) * _intra_hop_s(topo, "ring", protocol)
+    lat += (rounds * (n - 1) - net_steps) * _intra_hop_s(topo, "ring", protocol)
     lat += net_steps * _net_hop_s(topo, "ring", protocol)
     slice_bytes = nbytes / (topo.channels * n)
-    if plateau and nodes > 1 and protocol == "Simple" and slice_bytes >= 64:
+    if plateau and rounds == 2 and nodes > 1 and protocol == "Simple" and slice_bytes >= 64:
         ampere = topo.arch in ("ampere", "hopper", "blackwell")
         lat *= RING_PLATEAU["ampere" if ampere else "pre_ampere"]
     return lat
@@ -271,13 +281,38 @@ def tree_latency_s(topo: Topology, protocol: str) -> float:
     return BASE_LATENCY_US["tree"][protocol] * 1e-6 + 2 * hops
 
 
-def ring_bandwidth_s(topo: Topology, protocol: str, nbytes: float) -> float:
-    """Bandwidth term of a ring allreduce: 2(N-1)/N S over the protocol's bus bandwidth."""
-    bus = topo.bus_Bps * PROTOCOL_BANDWIDTH[protocol]
+def bus_on_channels(topo: Topology, used: float = 0) -> float:
+    """The slowest link a byte crosses when a call runs on ``used`` of the channels (0: all).
+    A channel is one CTA per GPU driving the intra-node fabric at its share of it (NCCL's
+    graph search sized the channels to the fabric: ``bwIntra`` per channel), so that side
+    scales with ``used``; a node's NICs are shared by whatever channels run (one network
+    connection fills a NIC), so they do not. One GPU per node: the NICs' share per channel
+    stands for the GPU side."""
+    if not used or used >= topo.channels:
+        return topo.bus_Bps
+    gpu_Bps = topo.intra_Bps if math.isfinite(topo.intra_Bps) else topo.bus_Bps
+    return min(topo.bus_Bps, gpu_Bps * used / topo.channels)
+
+
+def ring_bus_Bps(topo: Topology, protocol: str, used: float = 0) -> float:
+    """A ring's bus bandwidth with ``protocol`` on ``used`` of its channels (0: all): the
+    data the protocol's lines carry over :func:`bus_on_channels`, LL128 at most its ceiling
+    per channel, LL at most NCCL's whole-GPU ``llMaxBws`` (:mod:`~ddlsim.comm.nccl_tuning`)."""
+    bus = bus_on_channels(topo, used) * PROTOCOL_BANDWIDTH[protocol]
     if protocol == "LL128":
-        bus = min(bus, topo.channels * LL128_CHANNEL_CAP_Bps)
+        bus = min(bus, (used or topo.channels) * tuning.ring_ll128_per_channel_Bps(topo.arch))
+    elif protocol == "LL":
+        bus = min(bus, tuning.ll_max_Bps(topo.arch, topo.n_nodes))
+    return bus
+
+
+def ring_bandwidth_s(
+    topo: Topology, protocol: str, nbytes: float, rounds: int = 2, used: float = 0
+) -> float:
+    """Bandwidth term of a ring call: ``rounds (N-1)/N S`` over the protocol's bus bandwidth
+    on ``used`` channels (:func:`ring_bus_Bps`)."""
     n = topo.n_ranks
-    return 2 * (n - 1) / n * nbytes / bus
+    return rounds * (n - 1) / n * nbytes / ring_bus_Bps(topo, protocol, used)
 
 
 def tree_correction(protocol: str, nbytes: float) -> float:
@@ -298,35 +333,69 @@ def tree_correction(protocol: str, nbytes: float) -> float:
     return table[lo] + (x - lo) * (table[lo + 1] - table[lo])
 
 
-def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float) -> float:
+def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float, used: float = 0) -> float:
     """Bandwidth term of a tree allreduce: NCCL's ``min(0.92 bus, channels x cap) / 2`` (an
     interior node of the double binary tree moves 2S through its NIC each way: S/2 from each
     child and to the parent in one tree, S/2 as a leaf of the other, twice). On exactly two
     nodes each node is the root of one tree and the only child in the other, so its NIC
     carries S each way: the network side is ``0.92 net``, not halved (the "up to 2x the wire
-    rate" bus bandwidth of two-node trees, :data:`TWO_NODE_TREE`)."""
-    cap = TREE_CHANNEL_CAP_Bps["multi" if topo.n_nodes >= 4 else "single"]
-    algo = min(topo.bus_Bps * TREE_EFFICIENCY, topo.channels * cap) / 2
-    if topo.n_nodes == 2 and math.isfinite(topo.net_Bps):
-        intra_side = min(topo.intra_Bps * TREE_EFFICIENCY, topo.channels * cap) / 2
+    rate" bus bandwidth of two-node trees, :data:`TWO_NODE_TREE`). LL moves 1/3.8 of it, at
+    most LL's ceiling; LL128 7/9 of it on one node and 120/128 across nodes, at most its
+    per-channel ceiling (NCCL's caps are on the bus bandwidth, twice the tree's algorithm
+    bandwidth). On ``used`` of the channels (0: all) the links are :func:`bus_on_channels`'s
+    and each ceiling per channel counts ``used`` times, LL's whole-GPU ceiling once."""
+    arch, nodes, ch = topo.arch, topo.n_nodes, used or topo.channels
+    cap = ch * tuning.tree_per_channel_Bps(arch, nodes, "Simple")
+    algo = min(bus_on_channels(topo, used) * TREE_EFFICIENCY, cap) / 2
+    if nodes == 2 and math.isfinite(topo.net_Bps):
+        intra_side = min(topo.intra_Bps * ch / topo.channels * TREE_EFFICIENCY, cap) / 2
         algo = min(topo.net_Bps * TREE_EFFICIENCY, intra_side)
     if protocol == "LL":
-        algo *= TREE_LL_FACTOR
+        algo = min(algo * TREE_LL_FACTOR, tuning.ll_max_Bps(arch, nodes) / 2)
     elif protocol == "LL128":
-        algo *= PROTOCOL_BANDWIDTH["LL128"]
+        frac = tuning.TREE_LL128_FRACTION["one_node" if nodes == 1 else "multi_node"]
+        algo = min(algo * frac, ch * tuning.tree_per_channel_Bps(arch, nodes, "LL128") / 2)
     return nbytes / (algo * tree_correction(protocol, nbytes))
 
 
 def cost(
-    topo: Topology, algorithm: str, protocol: str, nbytes: float, *, plateau: bool = True
+    topo: Topology,
+    algorithm: str,
+    protocol: str,
+    nbytes: float,
+    *,
+    plateau: bool = True,
+    rounds: int = 2,
+    channels: float = 0,
 ) -> Choice:
-    """Predicted time of one allreduce of ``nbytes`` with this algorithm and protocol
-    (``plateau``: the tuning model's ring plateau factor, NCCL 2.5+)."""
+    """Time of one call of ``nbytes`` with this algorithm and protocol: an allreduce
+    (``rounds`` 2; ``plateau``: the tuning model's ring plateau factor, NCCL 2.5+) or a ring
+    allgather / reduce-scatter (``rounds`` 1), on ``channels`` of the topology's channels
+    (0: all, NCCL's own estimate; fewer: each drives its share of the intra-node fabric, the
+    NICs are shared, the ceilings per channel count that many times, LL's once)."""
+    used = channels if 0 < channels < topo.channels else topo.channels
     if algorithm == "ring":
-        lat = ring_latency_s(topo, protocol, nbytes, plateau=plateau)
-        return Choice(algorithm, protocol, lat + ring_bandwidth_s(topo, protocol, nbytes), lat)
-    lat = tree_latency_s(topo, protocol)
-    return Choice(algorithm, protocol, lat + tree_bandwidth_s(topo, protocol, nbytes), lat)
+        lat = ring_latency_s(topo, protocol, nbytes, plateau=plateau, rounds=rounds)
+        bw_s = ring_bandwidth_s(topo, protocol, nbytes, rounds, used)
+    else:
+        lat = tree_latency_s(topo, protocol)
+        bw_s = tree_bandwidth_s(topo, protocol, nbytes, used)
+    return Choice(algorithm, protocol, lat + bw_s, lat, math.ceil(used))
+
+
+def executed(topo: Topology, version: NcclVersion, predicted: Choice, nbytes: float,
+             rounds: int = 2) -> Choice:  # fmt: skip
+    """The call NCCL chose (``predicted``, its own estimate on all channels) as it runs: from
+    2.5 on, on the channels :func:`~ddlsim.comm.nccl_tuning.channels_used` leaves it."""
+    if not version.tuned:
+        return predicted
+    a, p = predicted.algorithm, predicted.protocol
+    share = tuning.channel_share(topo.channels, a, p, nbytes, topo.n_ranks, topo.bus_Bps)
+    if share >= topo.channels:
+        return predicted
+    ch = cost(topo, a, p, nbytes, plateau=True, rounds=rounds, channels=share)
+    used = tuning.channels_used(topo.channels, a, p, nbytes, topo.n_ranks, topo.bus_Bps)
+    return replace(ch, channels=used)
 
 
 def ll_threshold_bytes(topo: Topology) -> float:
@@ -371,9 +440,10 @@ def choose(
     algorithm: str = "auto",
     protocol: str = "auto",
 ) -> Choice:
-    """The (algorithm, protocol) this NCCL runs an allreduce of ``nbytes`` with, and its cost.
+    """The (algorithm, protocol) this NCCL runs an allreduce of ``nbytes`` with, and its time.
 
-    2.5+: the pair of least predicted time. 2.0-2.4: LL up to :func:`ll_threshold_bytes`,
+    2.5+: the pair of least predicted time (NCCL's estimate, all channels), run on the
+    channels that size gets (:func:`executed`). 2.0-2.4: LL up to :func:`ll_threshold_bytes`,
     SIMPLE above (unless forced); 2.4 takes the cheaper of ring and tree with that protocol;
     their rings pay no plateau factor (a refinement of the 2.5+ tuning model).
     """
@@ -382,7 +452,7 @@ def choose(
         wanted = "LL" if nbytes <= ll_threshold_bytes(topo) else "Simple"
         pairs = [(a, p) for a, p in pairs if p == wanted]
     costs = (cost(topo, a, p, nbytes, plateau=version.tuned) for a, p in pairs)
-    return min(costs, key=lambda ch: ch.time_s)
+    return executed(topo, version, min(costs, key=lambda ch: ch.time_s), nbytes)
 
 
 @lru_cache(maxsize=4096)
@@ -390,24 +460,14 @@ def choose_half_ring(
     topo: Topology, version: NcclVersion, nbytes: float, protocol: str = "auto"
 ) -> Choice:
     """A ring reduce-scatter (or allgather) of ``nbytes`` (the whole buffer, as nccl-tests
-    sizes it): N-1 steps of S/N, of which the n-1 node crossings are network hops, latency
-    ``base + (N-1 - (n-1)) intra + (n-1) net``, bandwidth ``(N-1)/N S`` over the protocol's
-    bus bandwidth; protocol chosen as :func:`choose` would, or ``protocol`` (``NCCL_PROTO``).
-    Inside one node these are the phases of Horovod's hierarchical allreduce (NCCL
-    reduce-scatter and allgather calls)."""
-    n, net_steps = topo.n_ranks, topo.n_nodes - 1
+    and NCCL's ``ncclFuncMaxSendRecvCount`` size it): one round of the ring, N-1 steps of
+    S/N of which the n-1 node crossings are network hops (:func:`cost` with ``rounds`` 1),
+    protocol chosen as :func:`choose` would, or ``protocol`` (``NCCL_PROTO``), and run on the
+    channels that size gets. Inside one node these are the phases of Horovod's hierarchical
+    allreduce (NCCL reduce-scatter and allgather calls)."""
     protos = [p for _, p in candidates(version, topo, "ring", protocol)]
     if not version.tuned and protocol == "auto":
         protos = ["LL" if nbytes <= ll_threshold_bytes(topo) / 2 else "Simple"]
-    best: Choice | None = None
-    for p in protos:
-        lat = BASE_LATENCY_US["ring"][p] * 1e-6 + (n - 1 - net_steps) * _intra_hop_s(
-            topo, "ring", p
-        )
-        lat += net_steps * _net_hop_s(topo, "ring", p)
-        bw_s = ring_bandwidth_s(topo, p, nbytes) / 2
-        ch = Choice("ring", p, lat + bw_s, lat)
-        if best is None or ch.time_s < best.time_s:
-            best = ch
-    assert best is not None
-    return best
+    best = min((cost(topo, "ring", p, nbytes, rounds=1) for p in protos),
+               key=lambda ch: ch.time_s)  # fmt: skip
+    return executed(topo, version, best, nbytes, rounds=1)
