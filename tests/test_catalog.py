@@ -17,7 +17,16 @@ from ddlsim.system.catalog import build_cluster, describe_cluster
 from ddlsim.system.specs import TRANSPORTS, Cluster
 
 # The vocabulary of the measured-data columns (copied here; tests never read ../shared).
-GPUS = ("k80", "p100-pcie", "p100-sxm2", "p40", "v100-pcie", "v100-sxm2", "v100-sxm3")
+GPUS = (
+    "k80",
+    "p100-pcie",
+    "p100-sxm2",
+    "p40",
+    "v100-pcie",
+    "v100-sxm2",
+    "v100-sxm2-32gb",
+    "v100-sxm3",
+)
 INTRA = ("none", "pcie3", "nvlink-p100", "nvlink-v100", "nvswitch")
 INTER = (
     "none",

@@ -237,3 +237,20 @@ def test_the_real_files_anchored_single_node_mape_stays_under_its_measured_figur
     for comm in ("ddp", "horovod-nccl", "other"):
         group = [r.rel_error for r in rows if r.run.comm == comm]
         assert f"{_pct(group)} ({len(group)}" in README, (comm, _pct(group), len(group))
+
+
+@pytest.mark.parametrize(
+    ("gpu", "note", "expected"),
+    [("v100-sxm2", "DGX-1 (8x V100 32GB); NGC TensorFlow 19.08-py3", "v100-sxm2-32gb"),
+     ("v100", "'V100 32GB' (CSV label), form factor not stated", "v100-sxm2-32gb"),
+     ("v100-sxm2", "DGX-1 (8x V100 16GB)", "v100-sxm2"), ("v100-sxm3", "DGX-2 (16x V100 32GB)",
+     "v100-sxm3"), ("a100", "8x A100 40GB", "a100")],
+)  # fmt: skip
+def test_a_memory_size_the_note_states_picks_the_catalog_part(gpu, note, expected) -> None:
+    from types import SimpleNamespace
+
+    from ddlsim.system.catalog import device
+    from ddlsim.tools.validate.mapping import stated_gpu
+
+    assert stated_gpu(SimpleNamespace(gpu=gpu, note=note)) == expected
+    assert device("v100-sxm2-32gb").memory_bytes == 2 * device("v100-sxm2").memory_bytes

@@ -50,6 +50,7 @@ Decisions (documented in ``ddlsim validate --help``, the README and docs/design.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -246,6 +247,22 @@ def plan_row(run: Run, index: BaselineIndex, options: ValidateOptions) -> RowPla
     )
 
 
+#: a GPU whose memory size the source states in its note, when the catalog keeps that size
+#: apart: (the row's gpu, the note's words) -> the catalog part (the DGX-1 with V100 32GB of
+#: 2018, "8x V100 32GB"; Lambda's "V100 32GB" label)
+STATED_MEMORY_PARTS = {("v100-sxm2", "32gb"): "v100-sxm2-32gb", ("v100", "32gb"): "v100-sxm2-32gb"}
+_MEMORY_WORDS = re.compile(r"V100[- ]?(\d+) ?GB", re.IGNORECASE)
+
+
+def stated_gpu(run: Run) -> str:
+    """The row's GPU, as the catalog part of the memory size its note states where the
+    catalog keeps that size apart (:data:`STATED_MEMORY_PARTS`), else its ``gpu`` cell."""
+    match = _MEMORY_WORDS.search(run.note or "")
+    if match is None:
+        return run.gpu
+    return STATED_MEMORY_PARTS.get((run.gpu, f"{match.group(1)}gb"), run.gpu)
+
+
 def cluster_kwargs(
     run: Run, comm: str, baseline: Run | None, options: ValidateOptions
 ) -> dict[str, Any]:
@@ -254,7 +271,7 @@ def cluster_kwargs(
     return {
         "model": run.model,
         "gpus": run.gpus,
-        "gpu": run.gpu,
+        "gpu": stated_gpu(run),
         "gpus_per_node": run.gpus_per_node,
         "intra_node": run.intra_node or None,
         "inter_node": run.inter_node or None,
