@@ -4,8 +4,8 @@
 
 ``DIR`` (default ``traces/measured/kernels/transformer``, the shipped sample; the full files
 of ``scripts/sample_transformer_kernels.py``'s ``SRC_DIR`` work too) holds ``gemm.csv`` and
-``elementwise.csv``. Every row whose GPU is in the catalog, but those of a generation kept
-aside (``gemm_fit.HELD_OUT_ARCHS``: Ada's L4, predicted and reported only), enters one fit
+``elementwise.csv``. Every row whose GPU is in the catalog, but MAMF's best-of-a-shape-search
+rows (``gemm_fit.CHECK_ONLY_STATS``: predicted and reported only), enters one fit
 (:func:`ddlsim.compute.gemm_fit.fit`: mean over (GPU, precision, op, source) groups of the
 mean |ln(predicted / measured)|) of the coefficients of ``ddlsim/compute/data/gemm_model.json``.
 Everything else is a datasheet figure (the catalog's peaks, bandwidths, SM counts, clocks and
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dir", nargs="?", type=Path, default=default)
     ap.add_argument("--write", action="store_true", help="store the fit in gemm_model.json")
     args = ap.parse_args(argv)
-    rows = [r for r in _rows(args.dir) if r.device.arch not in gemm_fit.HELD_OUT_ARCHS]
+    rows = [r for r in _rows(args.dir) if gemm_fit.fitted_row(r)]
     model, value = gemm_fit.fit(rows)
     print(f"fitted on {len(rows)} rows: objective {value:.4f}; {model}", file=sys.stderr)
     in_sample, held_out_mape, fitted = {}, {}, {}

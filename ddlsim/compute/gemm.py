@@ -240,9 +240,18 @@ def clock_fraction(
     FLOP/s over a load of ``load_s`` seconds at boost (None: continuous):
     :mod:`ddlsim.compute.gpu_clock`."""
     energy = model.tensor_pJ_per_flop_nm if tensor else model.cuda_pJ_per_flop_nm
-    budget = gpu_clock.power_budget_pJ_per_flop_nm(device, peak)
+    budget = unit_power_budget(device, peak, tensor)
     sustained = gpu_clock.sustained_fraction(budget, gpu_clock.base_fraction(device), energy)
     return gpu_clock.mean_clock_fraction(sustained, load_s, model.power_window_s)
+
+
+def unit_power_budget(device: DeviceSpec, peak: float, tensor: bool) -> float:
+    """The board's TDP per FLOP/s of the unit a GEMM keeps busy, per nm
+    (:func:`ddlsim.compute.gpu_clock.power_budget_pJ_per_flop_nm`). Tensor cores count at
+    their fp16 rate whatever the precision: the same datapath busy at its full rate draws about
+    the same power, twice the elements at half the width (fp8) or half at twice (TF32)."""
+    rate = float(device.peak_fp16_flops or peak) if tensor else peak
+    return gpu_clock.power_budget_pJ_per_flop_nm(device, rate)
 
 
 def gemm_parts(
