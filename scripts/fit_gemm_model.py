@@ -103,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             "files": [f"traces/measured/kernels/transformer/{f}" for f in FILES],
             "rows": len(rows),
             "objective": "mean over (GPU, precision, op, source) groups of the mean "
-            "|ln(predicted / measured)|; prediction = kernel + the timing method's overhead",
+            "|ln(predicted / measured)|; prediction = kernel + the timing method's overhead; "
+            "plus penalties toward the priors (gemm_fit.PRIORED, PRIOR_WEIGHT, WEAK_PRIOR); "
+            "MAMF's best_shape_mean100 rows checked, not fitted",
             "script": "python scripts/fit_gemm_model.py --write",
             "date": datetime.date.today().isoformat(),
         }
