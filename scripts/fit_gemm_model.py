@@ -4,13 +4,15 @@
 
 ``DIR`` (default ``traces/measured/kernels/transformer``, the shipped sample; the full files
 of ``scripts/sample_transformer_kernels.py``'s ``SRC_DIR`` work too) holds ``gemm.csv`` and
-``elementwise.csv``. Every row whose GPU is in the catalog enters one fit
+``elementwise.csv``. Every row whose GPU is in the catalog, but MAMF's best-of-a-shape-search
+rows (``gemm_fit.CHECK_ONLY_STATS``: predicted and reported only), enters one fit
 (:func:`ddlsim.compute.gemm_fit.fit`: mean over (GPU, precision, op, source) groups of the
-mean |ln(predicted / measured)|) of the eight coefficients of
-``ddlsim/compute/data/gemm_model.json``. Everything else is a datasheet figure (the catalog's
-peaks, bandwidths and SM counts) or the convolution model's (tile sizes, tile overhead, DRAM
-efficiency of the GEMM's memory roof). It prints the per-group MAPE in sample and with each GPU
-left out of the fit, and ``--write`` stores the coefficients, their meaning and both tables.
+mean |ln(predicted / measured)|) of the coefficients of ``ddlsim/compute/data/gemm_model.json``.
+Everything else is a datasheet figure (the catalog's peaks, bandwidths, SM counts, clocks and
+power limits), the convolution model's (tile sizes, tile overhead, DRAM efficiency of the
+GEMM's memory roof) or an architecture's process node (``gpu_clock.PROCESS_NM``). It prints
+the per-group MAPE in sample and with each GPU left out of the fit, and ``--write`` stores the
+coefficients, their meaning and both tables.
 """
 
 from __future__ import annotations
@@ -46,6 +48,12 @@ MEANING = {
     "host_median50) adds per call: launch and synchronisation",
     "compiled_call_s": "what a host-timed call of a torch.compile'd function adds (Dynamo's "
     "guards, the compiled graph's Python wrapper): LLMCompass's layernorm and gelu rows",
+    "cuda_pJ_per_flop_nm": "energy per FLOP (pJ) per nm of process node a dense CUDA-core "
+    "GEMM draws at the boost clock, board level: with the TDP it sets the power-limited "
+    "clock (ddlsim.compute.gpu_clock)",
+    "tensor_pJ_per_flop_nm": "the same for tensor-core GEMMs",
+    "power_window_s": "time constant (s) with which GPU Boost brings the clock from boost to "
+    "the power-limited clock under a continuous load",
 }
 
 
@@ -69,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("dir", nargs="?", type=Path, default=default)
     ap.add_argument("--write", action="store_true", help="store the fit in gemm_model.json")
     args = ap.parse_args(argv)
-    rows = _rows(args.dir)
+    rows = [r for r in _rows(args.dir) if gemm_fit.fitted_row(r)]
     model, value = gemm_fit.fit(rows)
     print(f"fitted on {len(rows)} rows: objective {value:.4f}; {model}", file=sys.stderr)
     in_sample, held_out_mape, fitted = {}, {}, {}
@@ -95,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             "files": [f"traces/measured/kernels/transformer/{f}" for f in FILES],
             "rows": len(rows),
             "objective": "mean over (GPU, precision, op, source) groups of the mean "
-            "|ln(predicted / measured)|; prediction = kernel + the timing method's overhead",
+            "|ln(predicted / measured)|; prediction = kernel + the timing method's overhead; "
+            "plus penalties toward the priors (gemm_fit.PRIORED, PRIOR_WEIGHT, WEAK_PRIOR); "
+            "MAMF's best_shape_mean100 rows checked, not fitted",
             "script": "python scripts/fit_gemm_model.py --write",
             "date": datetime.date.today().isoformat(),
         }

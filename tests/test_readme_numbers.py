@@ -252,3 +252,32 @@ def test_the_collectives_validation(cli):
         f"1 MiB {_band_mape(ag, 0, mib)}, 1-16 MiB {_band_mape(ag, mib, 16 * mib)}, 16-256 MiB "
         f"{_band_mape(ag, 16 * mib, 256 * mib)}, above 256 MiB {_band_mape(ag, 256 * mib, 1e30)})"
     )
+
+
+def test_the_transformer_kernel_figures(cli):
+    """The headline figures of the transformer kernel check (docs/design.md has the groups)."""
+    docs = {}
+    for name in ("gemm.csv", "elementwise.csv"):
+        path = str(REPO / "traces/measured/kernels/transformer" / name)
+        code, out, _ = cli("kernels", path, "--no-held-out", "--json")
+        assert code == 0
+        docs[name] = json.loads(out)
+
+    def mape(rows: list) -> str:
+        return f"{100 * sum(abs(r['rel_error']) for r in rows) / len(rows):.1f}%"
+
+    rows = docs["gemm.csv"]["rows"]
+    ratios = sorted(r["measured_ms"] / r["predicted_ms"] for r in rows)
+    median = (ratios[(len(ratios) - 1) // 2] + ratios[len(ratios) // 2]) / 2
+    quoted(
+        f"All {len(rows)} GEMM rows: MAPE {mape(rows)}, median measured / predicted {median:.2f}"
+    )
+    groups = {
+        (g["gpu"], g["precision"], g["op"]): g
+        for g in docs["gemm.csv"]["summary"]["by_gpu_precision_op"]
+    }
+    t4 = [f"{100 * groups[('t4', p, 'gemm')]['mape']:.1f}%" for p in ("fp16", "fp32")]
+    l4 = f"{100 * groups[('l4', 'fp32', 'gemm')]['mape']:.1f}%"
+    quoted(f"(T4 fp16 {t4[0]}, fp32 {t4[1]}; the L4 {l4}")
+    elem = docs["elementwise.csv"]["rows"]
+    quoted(f"all {len(elem)} element-wise rows: {mape(elem)}")

@@ -18,7 +18,11 @@ of the convolution kernel model (:mod:`ddlsim.compute.kernel_routes`) rather tha
 * **the memory roof**: A, B and C once through DRAM at the precision's width, at the convolution
   model's ``memory_efficiency`` of the bandwidth;
 * **a floor per call** (``launch_s``, fitted): a kernel never takes less (launch, the first
-  tile's latency, the tail).
+  tile's latency, the tail);
+* **the clock** the tiles run at: boost, until the board's power limit binds under a long dense
+  load (:mod:`ddlsim.compute.gpu_clock`: the TDP against an energy per FLOP of the process
+  node, never below the base clock; a measurement's back-to-back calls, or training's
+  continuous load).
 
 Main-loop efficiencies are fitted (``data/gemm_model.json``, ``scripts/fit_gemm_model.py``):
 one for cuBLAS's CUDA-core kernels, one for its tensor-core kernels, on every generation. What a
@@ -36,6 +40,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from ddlsim.compute import gpu_clock
 from ddlsim.compute.kernel_routes import TC_TILE_COLS, TILE_COLS, Gpu, gemm_s
 from ddlsim.compute.kernels import default_model, has_tensor_cores
 from ddlsim.errors import CatalogError, ConfigError
@@ -74,6 +79,17 @@ TIMINGS = {
 }
 #: statistics of back-to-back calls: per call, the kernel or the host's issue interval
 ISSUE_BOUND = ("host_mean400",)
+#: the statistic -> how many calls of the kernel run back to back in its measurement (the
+#: README of the measured files: warm-ups plus timed calls), the load over which the GPU's clock
+#: relaxes from boost (:mod:`ddlsim.compute.gpu_clock`)
+TIMING_CALLS = {
+    "event_min5of25": 25,
+    "host_mean400": 401,
+    "host_median50": 53,
+    "kineto_median20": 21,
+    "cupti_median5": 6,
+    "best_shape_mean100": 150,
+}
 
 
 @dataclass(frozen=True)
@@ -81,7 +97,9 @@ class GemmModel:
     """The GEMM route's fitted coefficients (``data/gemm_model.json`` says what each stands
     for): main-loop efficiencies of cuBLAS's CUDA-core and tensor-core kernels, the kernel
     floor per call, the element-wise kernels' DRAM efficiency and floor, what each timing
-    method adds per call, and what a ``torch.compile``'d call adds (``compiled_call_s``)."""
+    method adds per call, what a ``torch.compile``'d call adds (``compiled_call_s``), and the
+    power-limited clock's energies per FLOP per nm and time constant
+    (:mod:`ddlsim.compute.gpu_clock`)."""
 
     cuda_efficiency: float
     tensor_efficiency: float
@@ -92,6 +110,9 @@ class GemmModel:
     issue_interval_s: float
     host_sync_s: float
     compiled_call_s: float
+    cuda_pJ_per_flop_nm: float
+    tensor_pJ_per_flop_nm: float
+    power_window_s: float
 
     def with_values(self, **values: float) -> GemmModel:
         """A copy with some coefficients replaced (the fit's trial models)."""
@@ -155,11 +176,14 @@ def unit_peak(device: DeviceSpec, precision: str) -> tuple[float, bool]:
 
 @dataclass(frozen=True)
 class GemmParts:
-    """The terms of one GEMM call (seconds): the tiles' waves, the memory roof, the floor."""
+    """The terms of one GEMM call (seconds): the tiles' waves at the clock the call runs at,
+    the memory roof, the floor; the tiles at the boost clock and the clock's fraction of it."""
 
     compute_s: float
     memory_s: float
     launch_s: float
+    boost_compute_s: float = 0.0
+    clock: float = 1.0
 
     @property
     def total_s(self) -> float:
@@ -175,8 +199,13 @@ def _check_dims(batch: int, m: int, n: int, k: int) -> None:
 
 @lru_cache(maxsize=65536)
 def _parts(
-    device: DeviceSpec, precision: str, batch: int, m: int, n: int, k: int, model: GemmModel
+    device: DeviceSpec,
+    precision: str,
+    dims: tuple[int, int, int, int],
+    model: GemmModel,
+    calls: int | None,
 ) -> GemmParts:
+    batch, m, n, k = dims
     peak, tensor = unit_peak(device, precision)
     conv = default_model()
     gpu = Gpu(
@@ -200,7 +229,29 @@ def _parts(
     )
     moved = batch * (m * k + k * n + m * n) * ELEM_BYTES[precision]
     memory = moved / (device.mem_bandwidth_Bps * conv.memory_efficiency)
-    return GemmParts(compute, memory, model.launch_s)
+    clock = clock_fraction(device, peak, tensor, model, None if calls is None else calls * compute)
+    return GemmParts(compute / clock, memory, model.launch_s, compute, clock)
+
+
+def clock_fraction(
+    device: DeviceSpec, peak: float, tensor: bool, model: GemmModel, load_s: float | None
+) -> float:
+    """The mean clock (fraction of boost) of a dense kernel on ``device``'s unit of ``peak``
+    FLOP/s over a load of ``load_s`` seconds at boost (None: continuous):
+    :mod:`ddlsim.compute.gpu_clock`."""
+    energy = model.tensor_pJ_per_flop_nm if tensor else model.cuda_pJ_per_flop_nm
+    budget = unit_power_budget(device, peak, tensor)
+    sustained = gpu_clock.sustained_fraction(budget, gpu_clock.base_fraction(device), energy)
+    return gpu_clock.mean_clock_fraction(sustained, load_s, model.power_window_s)
+
+
+def unit_power_budget(device: DeviceSpec, peak: float, tensor: bool) -> float:
+    """The board's TDP per FLOP/s of the unit a GEMM keeps busy, per nm
+    (:func:`ddlsim.compute.gpu_clock.power_budget_pJ_per_flop_nm`). Tensor cores count at
+    their fp16 rate whatever the precision: the same datapath busy at its full rate draws about
+    the same power, twice the elements at half the width (fp8) or half at twice (TF32)."""
+    rate = float(device.peak_fp16_flops or peak) if tensor else peak
+    return gpu_clock.power_budget_pJ_per_flop_nm(device, rate)
 
 
 def gemm_parts(
@@ -212,11 +263,14 @@ def gemm_parts(
     *,
     batch: int = 1,
     model: GemmModel | None = None,
+    calls: int | None = None,
 ) -> GemmParts:
-    """The terms of ``batch`` products ``C[m,n] = A[m,k] . B[k,n]`` in one cuBLAS call."""
+    """The terms of ``batch`` products ``C[m,n] = A[m,k] . B[k,n]`` in one cuBLAS call, one of
+    ``calls`` back-to-back calls (the load the clock sees; None: a continuous load, as in
+    training, at the sustained clock)."""
     _check_dims(batch, m, n, k)
     check_precision(device, precision)
-    return _parts(device, precision, batch, m, n, k, model or default_gemm_model())
+    return _parts(device, precision, (batch, m, n, k), model or default_gemm_model(), calls)
 
 
 def gemm_time_s(
@@ -224,7 +278,7 @@ def gemm_time_s(
 ) -> float:
     """Seconds of one cuBLAS call computing ``batch`` products ``C[m,n] = A[m,k] . B[k,n]`` at
     ``precision`` (:data:`PRECISIONS`) on the GPU ``device``: kernel time, no host overhead
-    (``options``: ``batch``, ``model`` of :func:`gemm_parts`)."""
+    (``options``: ``batch``, ``model``, ``calls`` of :func:`gemm_parts`)."""
     return gemm_parts(m, n, k, device, precision, **options).total_s
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ddlsim.compute.gemm import TIMINGS, GemmModel, as_measured_s, gemm_time_s
+from ddlsim.compute.gemm import TIMING_CALLS, TIMINGS, GemmModel, as_measured_s, gemm_time_s
 from ddlsim.compute.kernel_check import MeasuredVsPredicted, Skip, _pct, error_stats
 from ddlsim.compute.transformer_ops import PASSES, memory_op_s
 from ddlsim.errors import ConfigError
@@ -152,10 +152,12 @@ def _parse(record: dict[str, str], line: int, gemm: bool) -> MeasuredKernel | Sk
 
 
 def kernel_s(row: MeasuredKernel, model: GemmModel | None = None) -> float:
-    """The model's kernel seconds of one call of ``row``, no timing overhead."""
+    """The model's kernel seconds of one call of ``row``, no timing overhead (a GEMM at the
+    clock its measurement's back-to-back calls leave it, :data:`TIMING_CALLS`)."""
     if row.is_gemm:
         batch, m, n, k = row.dims
-        t = gemm_time_s(m, n, k, row.device, row.precision, batch=batch, model=model)
+        calls = TIMING_CALLS[row.time_stat]
+        t = gemm_time_s(m, n, k, row.device, row.precision, batch=batch, model=model, calls=calls)
     else:
         rows, cols = row.dims
         t = memory_op_s(row.op, rows, cols, row.device, row.precision, model=model)

@@ -75,7 +75,7 @@ def _kernel_devices() -> dict[str, DeviceSpec]:
 def kernel_device(name: str) -> DeviceSpec:
     """A catalog GPU (:func:`device`), or one of the GPUs of the measured kernel files that
     ddlsim ships no calibrations for (``data/kernel_devices.json``: T4, P4, A40, GTX 1080 Ti,
-    TITAN Xp), which only the kernel routes and checks take."""
+    TITAN Xp, L4), which only the kernel routes and checks take."""
     extra = _kernel_devices().get(_norm(name))
     return extra if extra is not None else device(name)
 

@@ -35,7 +35,17 @@ TF32 = "peak_tf32_TFLOPS"
 #: optional GPU keys, all or none: the clocks NVIDIA's product brief states (the peaks are at the
 #: boost clock) and the board's power limit, under which a card's clock may sit below its boost
 CLOCKS = ("base_clock_MHz", "boost_clock_MHz", "max_power_W")
-GPU_ARCHS = ("kepler", "maxwell", "pascal", "volta", "turing", "ampere", "hopper", "blackwell")
+GPU_ARCHS = (
+    "kepler",
+    "maxwell",
+    "pascal",
+    "volta",
+    "turing",
+    "ampere",
+    "ada",
+    "hopper",
+    "blackwell",
+)
 #: optional GPU keys: dense fp8 (Hopper and later) and fp4 (Blackwell) tensor-core peaks, the
 #: datasheet's sparsity figures halved where it gives only those; reported, not yet timed
 LOW_PRECISION = ("peak_fp8_TFLOPS", "peak_fp4_TFLOPS")

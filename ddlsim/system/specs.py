@@ -25,8 +25,9 @@ class DeviceSpec:
     ``peak_tf32_flops`` is the dense TF32 tensor-core throughput (Ampere and later; ``None``
     before): fp32 convolutions and matrix products run on it unless TF32 is turned off.
     ``base_clock_hz`` / ``boost_clock_hz`` / ``max_power_w``: the product brief's clocks and
-    power limit where catalogued (the peaks are at the boost clock); descriptive: the model
-    times at the peaks. ``peak_fp8_flops`` / ``peak_fp4_flops``: dense fp8 (Hopper and later)
+    power limit where catalogued (the peaks are at the boost clock): the GEMM route's clock under
+    a long dense load (:mod:`ddlsim.compute.gpu_clock`); the convolution model times at the
+    peaks. ``peak_fp8_flops`` / ``peak_fp4_flops``: dense fp8 (Hopper and later)
     and fp4 (Blackwell) tensor-core peaks, descriptive (reported, not yet timed).
     ``datasheet_only``: no measured run has checked the entry yet (reports say so).
     """
