@@ -49,7 +49,8 @@ _DATASHEET_ONLY = "datasheet_only"
 _LINK_KEYS = {
     "intra": frozenset(
         {*_LINK_COMMON, "bandwidth_GBps", "gpus_per_pcie_switch", "max_gpus"}
-        | {"nccl_hop", "nccl_channels", "nvlink_peers", "sources", "assumptions", _DATASHEET_ONLY}
+        | {"nccl_hop", "nccl_channels", "nvlink_peers", "nvls", "sources", "assumptions"}
+        | {_DATASHEET_ONLY}
     ),
     "host": frozenset({*_LINK_COMMON, "bandwidth_GBps", "sources", "assumptions", _DATASHEET_ONLY}),
     "inter": frozenset(
@@ -174,12 +175,13 @@ def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
                 if "nvlink_peers" in entry:
                     nccl["nvlink_peers"] = _peers(check, entry["nvlink_peers"], limit)
                     figures.append("nvlink_peers")
+                if "nvls" in entry:
+                    nccl["nvls"] = check.flag(entry["nvls"], "nvls")
+                    figures.append("nvls")
             if scope == "inter":
                 nccl["nccl_transport"] = check.choice(entry, "nccl_transport", TRANSPORTS)
                 figures.append("nccl_transport")
-            flag = entry.get(_DATASHEET_ONLY, False)
-            if not isinstance(flag, bool):
-                raise check.fail(_DATASHEET_ONLY, f"must be true or false, got {flag!r}")
+            flag = check.flag(entry.get(_DATASHEET_ONLY, False), _DATASHEET_ONLY)
             sections[scope][link_id] = LinkSpec(
                 id=link_id,
                 scope=scope,
