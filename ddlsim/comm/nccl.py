@@ -17,13 +17,12 @@ docs/design.md, "Collectives as NCCL costs them"). One allreduce of S bytes over
   architecture (LL's whole-GPU one, LL128's and the tree's per channel) are NCCL 2.29's
   (:mod:`ddlsim.comm.nccl_tuning`).
 - **channels**: NCCL chooses by the estimate above (all channels), then runs a small call on
-  fewer channels (``topoGetAlgoInfo``), each moving its share of every link: the time is that
-  call's (:func:`executed`, 2.5+).
+  fewer channels (``topoGetAlgoInfo``): the time is that call's (:func:`executed`, 2.5+).
+- **NVLS** (NVLink SHARP, 2.17+; :mod:`ddlsim.comm.nccl_nvls`) on switches that reduce.
 
-Versions (the measured runs are 2017-2020): 2.0-2.3 run rings only, LL below a per-thread size
-threshold and SIMPLE above; 2.4 adds trees (ddlsim takes the cheaper of ring and tree, the
-crossover NCCL's ``NCCL_TREE_THRESHOLD`` stands for); 2.5 and later pick, per call, the
-(algorithm, protocol) of least predicted time, LL128 on Volta and later.
+Versions: 2.0-2.3 run rings only, LL below a per-thread size threshold and SIMPLE above; 2.4
+adds trees (the cheaper of ring and tree: ``NCCL_TREE_THRESHOLD``'s crossover); 2.5 and later
+pick, per call, the (algorithm, protocol) of least predicted time, LL128 on Volta and later.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from ddlsim.comm import nccl_nvls as nvls
 from ddlsim.comm import nccl_tuning as tuning
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.system.specs import Cluster
@@ -40,7 +40,7 @@ from ddlsim.system.specs import Cluster
 ALGORITHMS = ("ring", "tree")
 PROTOCOLS = ("LL", "LL128", "Simple")
 #: what ``--algorithm`` / ``--nccl-protocol`` accept: ``auto`` (NCCL's choice) or a forced one
-ALGORITHM_CHOICES = ("auto", *ALGORITHMS)
+ALGORITHM_CHOICES = ("auto", *ALGORITHMS, *nvls.NVLS_ALGORITHMS)
 PROTOCOL_CHOICES = ("auto", *PROTOCOLS)
 #: the NCCL of PyTorch 2.0's CUDA wheels (nvidia-nccl-cu11 2.14.3, read from torch 2.0.1's
 #: wheel metadata), the newest framework Horovod 0.28.1 supports
@@ -161,6 +161,7 @@ class Topology:
     arch: str
     net_Bps: float = math.inf  # the node's NICs together (inf: no network)
     intra_Bps: float = math.inf  # the intra-node fabric per GPU (inf: one GPU per node)
+    nvls: bool = False  # the intra-node fabric reduces and multicasts in the switch (NVLS)
 
     @classmethod
     def of(cls, cluster: Cluster, version: NcclVersion | None = None) -> Topology:
@@ -187,6 +188,7 @@ class Topology:
             arch=c.device.arch,
             net_Bps=net_Bps,
             intra_Bps=c.intra.bandwidth_Bps if c.local_gpus > 1 and c.intra else math.inf,
+            nvls=c.nvls and c.local_gpus > 1,
         )
 
     @property
@@ -373,6 +375,11 @@ def cost(
     allgather / reduce-scatter (``rounds`` 1), on ``channels`` of the topology's channels
     (0: all, NCCL's own estimate; fewer: each drives its share of the intra-node fabric, the
     NICs are shared, the ceilings per channel count that many times, LL's once)."""
+    if algorithm in nvls.NVLS_ALGORITHMS:  # Simple, on NVLS's own channels
+        lat, bw_s, ch = nvls.cost(
+            topo, algorithm, nbytes, rounds, tree_correction("Simple", nbytes)
+        )
+        return Choice(algorithm, "Simple", lat + bw_s, lat, ch)
     used = channels if 0 < channels < topo.channels else topo.channels
     if algorithm == "ring":
         lat = ring_latency_s(topo, protocol, nbytes, plateau=plateau, rounds=rounds)
@@ -387,8 +394,8 @@ def executed(topo: Topology, version: NcclVersion, predicted: Choice, nbytes: fl
              rounds: int = 2) -> Choice:  # fmt: skip
     """The call NCCL chose (``predicted``, its own estimate on all channels) as it runs: from
     2.5 on, on the channels :func:`~ddlsim.comm.nccl_tuning.channels_used` leaves it."""
-    if not version.tuned:
-        return predicted
+    if not version.tuned or predicted.algorithm in nvls.NVLS_ALGORITHMS:
+        return predicted  # NVLS runs on its own channels at any size
     a, p = predicted.algorithm, predicted.protocol
     share = tuning.channel_share(topo.channels, a, p, nbytes, topo.n_ranks, topo.bus_Bps)
     if share >= topo.channels:
@@ -405,31 +412,43 @@ def ll_threshold_bytes(topo: Topology) -> float:
 
 
 def candidates(
-    version: NcclVersion, topo: Topology, algorithm: str = "auto", protocol: str = "auto"
-) -> list[tuple[str, str]]:
-    """The (algorithm, protocol) pairs this NCCL would consider, restricted as asked
-    (``NCCL_ALGO`` / ``NCCL_PROTO`` semantics); ConfigError if none is available."""
+    version: NcclVersion, topo: Topology, algorithm: str = "auto", protocol: str = "auto",
+    collective: str = "all_reduce",
+) -> list[tuple[str, str]]:  # fmt: skip
+    """The (algorithm, protocol) pairs this NCCL would consider for ``collective``, restricted
+    as asked (``NCCL_ALGO`` / ``NCCL_PROTO``; ConfigError if none is available), with NVLS
+    where release, switch and nodes have it (:func:`~ddlsim.comm.nccl_nvls.unavailable`). An
+    all-gather / reduce-scatter forced to an algorithm it lacks here is a ring."""
     if algorithm not in ALGORITHM_CHOICES:
         raise UnknownNameError("NCCL algorithm", algorithm, ALGORITHM_CHOICES)
     if protocol not in PROTOCOL_CHOICES:
         raise UnknownNameError("NCCL protocol", protocol, PROTOCOL_CHOICES)
-    algos = list(ALGORITHMS) if version.has_tree else ["ring"]
+    algos = list(ALGORITHMS) if version.has_tree and collective == "all_reduce" else ["ring"]
+    why = {a: nvls.unavailable(a, collective, (version.major, version.minor), fabric_nvls=topo.nvls,
+                               arch=topo.arch, n_nodes=topo.n_nodes, local=topo.local)
+           for a in nvls.NVLS_ALGORITHMS}  # fmt: skip
+    algos += [a for a in nvls.NVLS_ALGORITHMS if not why[a]]
+    if algorithm in why and why[algorithm] and collective == "all_reduce":
+        raise ConfigError(f"NCCL {version} --algorithm {algorithm}: {why[algorithm]}")
     if algorithm != "auto":
-        if algorithm not in algos:
+        if algorithm not in algos and collective == "all_reduce":
             raise ConfigError(
                 f"NCCL {version} has no {algorithm} allreduce (double binary trees arrived in "
                 "2.4); use --algorithm ring or a newer --nccl-version"
             )
-        algos = [algorithm]
+        algos = [algorithm if algorithm in algos else "ring"]
     protos = ["LL", "Simple"]
     if version.tuned and topo.volta_or_later:
         protos.insert(1, "LL128")
     if protocol != "auto":
         if protocol not in protos:
-            why = "needs NCCL 2.5+ on a Volta or newer GPU" if protocol == "LL128" else ""
-            raise ConfigError(f"NCCL protocol {protocol} is not available here ({why})")
+            why_p = "needs NCCL 2.5+ on a Volta or newer GPU" if protocol == "LL128" else ""
+            raise ConfigError(f"NCCL protocol {protocol} is not available here ({why_p})")
         protos = [protocol]
-    return [(a, p) for a in algos for p in protos]
+    pairs = [(a, p) for a in algos for p in protos if a not in why or p == "Simple"]
+    if not pairs:
+        raise ConfigError(f"NCCL --algorithm {algorithm} runs Simple only, not {protocol}")
+    return pairs
 
 
 @lru_cache(maxsize=65536)
@@ -457,17 +476,18 @@ def choose(
 
 @lru_cache(maxsize=4096)
 def choose_half_ring(
-    topo: Topology, version: NcclVersion, nbytes: float, protocol: str = "auto"
-) -> Choice:
+    topo: Topology, version: NcclVersion, nbytes: float, protocol: str = "auto",
+    algorithm: str = "auto",
+) -> Choice:  # fmt: skip
     """A ring reduce-scatter (or allgather) of ``nbytes`` (the whole buffer, as nccl-tests
     and NCCL's ``ncclFuncMaxSendRecvCount`` size it): one round of the ring, N-1 steps of
     S/N of which the n-1 node crossings are network hops (:func:`cost` with ``rounds`` 1),
     protocol chosen as :func:`choose` would, or ``protocol`` (``NCCL_PROTO``), and run on the
-    channels that size gets. Inside one node these are the phases of Horovod's hierarchical
-    allreduce (NCCL reduce-scatter and allgather calls)."""
-    protos = [p for _, p in candidates(version, topo, "ring", protocol)]
+    channels that size gets; or NVLS where it is cheaper or forced (``algorithm``, 2.19+, one
+    node). Inside one node these are the phases of Horovod's hierarchical allreduce."""
+    pairs = candidates(version, topo, algorithm, protocol, "all_gather")
     if not version.tuned and protocol == "auto":
-        protos = ["LL" if nbytes <= ll_threshold_bytes(topo) / 2 else "Simple"]
-    best = min((cost(topo, "ring", p, nbytes, rounds=1) for p in protos),
+        pairs = [("ring", "LL" if nbytes <= ll_threshold_bytes(topo) / 2 else "Simple")]
+    best = min((cost(topo, a, p, nbytes, rounds=1) for a, p in pairs),
                key=lambda ch: ch.time_s)  # fmt: skip
     return executed(topo, version, best, nbytes, rounds=1)

@@ -7,9 +7,11 @@ with the algorithm / protocol the user forces (``NCCL_ALGO`` / ``NCCL_PROTO``).
 The detailed engine executes the same choice over the cluster's links:
 
 - ring: ranks packed node by node, one step of N flows (every rank to its successor; intra
-  fabric inside a node, the NICs between nodes) repeated 2(N-1) times;
-- tree: the steady-state tick of :mod:`ddlsim.comm.tree` (chain inside each node, both binary
-  trees across nodes) repeated once per level of the pipeline, 2(g-1) + 2 floor(log2 n);
+  fabric inside a node, the NICs between nodes) repeated 2(N-1) times (NVLS: twice, its
+  reduce and its multicast, every GPU's link loaded alike);
+- tree (and NVLS-tree): the steady-state tick of :mod:`ddlsim.comm.tree` (chain inside each
+  node, both binary trees across nodes) repeated once per level of the pipeline,
+  2(g-1) + 2 floor(log2 n);
 
 each step rescaled (:func:`~ddlsim.comm.fabric.timed_step`) so that, all ranks starting
 together, the schedule takes NCCL's latency plus NCCL's bandwidth term exactly; a late rank
@@ -65,12 +67,14 @@ class NcclAllreduceModel(ScheduledModel):
     def collective_choice(self, collective: str, nbytes: float) -> Choice:
         """A single NCCL call as nccl-tests times it: ``all_reduce`` of ``nbytes`` per rank
         (:meth:`choice`), or a ring ``all_gather`` / ``reduce_scatter`` of ``nbytes`` in all
-        (:func:`~ddlsim.comm.nccl.choose_half_ring`); NCCL_ALGO does not apply to those."""
+        (:func:`~ddlsim.comm.nccl.choose_half_ring`: ring, or NVLS where it has it)."""
         if collective == "all_reduce":
             return self.choice(nbytes)
         if collective not in ("all_gather", "reduce_scatter"):
             raise ConfigError(f"NCCL collective {collective!r} is not modelled")
-        return choose_half_ring(self.topology, self.version, float(nbytes), self.protocol)
+        return choose_half_ring(
+            self.topology, self.version, float(nbytes), self.protocol, self.algorithm
+        )
 
     def sm_blocks(self) -> int:
         """One NCCL thread block (an SM) per channel while a call runs."""
@@ -88,9 +92,9 @@ class NcclAllreduceModel(ScheduledModel):
     def _schedule(self, nbytes: float, op: str, channel: int) -> list[Step]:
         f = self.fabric
         ch = self.choice(nbytes)
-        if ch.algorithm == "ring":
+        if ch.algorithm in ("ring", "nvls"):  # NVLS: one reduce and one multicast
             unit = ring_flows(f, np.arange(f.n_ranks)[None, :], 1.0)
-            repeat = 2 * (f.n_ranks - 1)
+            repeat = 2 * (f.n_ranks - 1) if ch.algorithm == "ring" else 2
         else:
             unit = tick_flows(f, 1.0)
             repeat = pipeline_depth(f.g, f.n_nodes)

@@ -5,7 +5,7 @@ NCCL's own model (:mod:`ddlsim.comm.nccl`) for the configured release:
 
 - ``allgather`` of ``S`` bytes (the whole gathered buffer, as nccl-tests sizes it: N shards of
   S/N): a ring of N-1 steps of S/N (:func:`~ddlsim.comm.nccl.choose_half_ring`), bus
-  bandwidth ``algbw x (N-1)/N``;
+  bandwidth ``algbw x (N-1)/N``, or NVLS on one node of an NVLink SHARP switch (2.19+);
 - ``reducescatter`` of ``S`` bytes (the whole buffer before the reduction): the same ring;
 - ``allreduce`` (``NO_SHARD``, and the replicas' exchange of ``HYBRID_SHARD``).
 
@@ -127,7 +127,9 @@ class ShardedModel(NcclAllreduceModel):
         if op == "allreduce-replicas":
             return nccl_choose(replica_topology(topo), self.version, float(nbytes), "auto",
                                self.protocol)  # fmt: skip
-        return choose_half_ring(node_topology(topo), self.version, float(nbytes), self.protocol)
+        return choose_half_ring(
+            node_topology(topo), self.version, float(nbytes), self.protocol, self.algorithm
+        )
 
     def label(self, nbytes: float, op: str = "allreduce") -> dict[str, str]:
         """``{"algorithm", "protocol"}`` of one ``op`` (empty for a copy, one GPU or no bytes)."""

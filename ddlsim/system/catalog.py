@@ -238,6 +238,7 @@ def build_cluster(
         nccl_channels=fabric.nccl_channels,
         network_default=network_default,
         nvlink_peers=fabric.nvlink_peers,
+        nvls=fabric.nvls,
         staged=None if local == 1 else Hop(fabric.bandwidth_Bps("tcp"), fabric.latency_s["tcp"]),
     )
 

@@ -107,6 +107,12 @@ class _Checker:
             raise self.fail(key, f"must be one of {', '.join(valid)}, got {value!r}")
         return value
 
+    def flag(self, value: object, key: str) -> bool:
+        """``value`` as a boolean (JSON true / false)."""
+        if not isinstance(value, bool):
+            raise self.fail(key, f"must be true or false, got {value!r}")
+        return value
+
     def count(self, value: object, key: str) -> int:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise self.fail(key, f"must be a positive integer, got {value!r}")

@@ -49,7 +49,8 @@ _DATASHEET_ONLY = "datasheet_only"
 _LINK_KEYS = {
     "intra": frozenset(
         {*_LINK_COMMON, "bandwidth_GBps", "gpus_per_pcie_switch", "max_gpus"}
-        | {"nccl_hop", "nccl_channels", "nvlink_peers", "sources", "assumptions", _DATASHEET_ONLY}
+        | {"nccl_hop", "nccl_channels", "nvlink_peers", "nvls", "sources", "assumptions"}
+        | {_DATASHEET_ONLY}
     ),
     "host": frozenset({*_LINK_COMMON, "bandwidth_GBps", "sources", "assumptions", _DATASHEET_ONLY}),
     "inter": frozenset(
@@ -168,18 +169,12 @@ def _parse_links(doc: dict[str, Any], file: str) -> dict[str, Any]:
                 figures.append("gpus_per_pcie_switch")
                 if limit is not None:
                     figures.append("max_gpus")
-                nccl["nccl_hop"] = check.choice(entry, "nccl_hop", NCCL_HOPS)
-                nccl["nccl_channels"] = check.count(entry["nccl_channels"], "nccl_channels")
-                figures += ["nccl_hop", "nccl_channels"]
-                if "nvlink_peers" in entry:
-                    nccl["nvlink_peers"] = _peers(check, entry["nvlink_peers"], limit)
-                    figures.append("nvlink_peers")
+                nccl = _nccl_fields(check, entry, limit)
+                figures += list(nccl)
             if scope == "inter":
                 nccl["nccl_transport"] = check.choice(entry, "nccl_transport", TRANSPORTS)
                 figures.append("nccl_transport")
-            flag = entry.get(_DATASHEET_ONLY, False)
-            if not isinstance(flag, bool):
-                raise check.fail(_DATASHEET_ONLY, f"must be true or false, got {flag!r}")
+            flag = check.flag(entry.get(_DATASHEET_ONLY, False), _DATASHEET_ONLY)
             sections[scope][link_id] = LinkSpec(
                 id=link_id,
                 scope=scope,
@@ -257,6 +252,20 @@ def _load_catalog(
 @lru_cache(maxsize=1)
 def _catalog() -> _Catalog:
     return _load_catalog()
+
+
+def _nccl_fields(check: _Checker, entry: dict[str, Any], max_gpus: object) -> dict[str, Any]:
+    """An intra fabric's NCCL fields: its hop class, channels, and where stated the NVLink
+    peers and whether the switch reduces (``nvls``, NVLink SHARP)."""
+    nccl: dict[str, Any] = {
+        "nccl_hop": check.choice(entry, "nccl_hop", NCCL_HOPS),
+        "nccl_channels": check.count(entry["nccl_channels"], "nccl_channels"),
+    }
+    if "nvlink_peers" in entry:
+        nccl["nvlink_peers"] = _peers(check, entry["nvlink_peers"], max_gpus)
+    if "nvls" in entry:
+        nccl["nvls"] = check.flag(entry["nvls"], "nvls")
+    return nccl
 
 
 def _peers(check: _Checker, raw: object, max_gpus: object) -> tuple[frozenset[int], ...]:

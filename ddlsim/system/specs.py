@@ -78,6 +78,8 @@ class LinkSpec:
     #: intra fabrics of a fixed topology: the GPUs each GPU reaches over its own NVLink
     #: (empty: every pair is alike, e.g. PCIe or NVSwitch)
     nvlink_peers: tuple[frozenset[int], ...] = ()
+    #: intra fabrics: the switch reduces and multicasts (NVLink SHARP, NCCL's NVLS)
+    nvls: bool = False
     nccl_transport: str = ""  # networks: the transport NCCL picks when none is given
     #: True while only the datasheet vouches for the entry (no measured run checks it yet)
     datasheet_only: bool = False
@@ -140,6 +142,8 @@ class Cluster:
     #: a GPU-to-GPU hop without peer access, staged through host memory (the intra fabric's
     #: ``tcp`` figure); None on one GPU per node
     staged: Hop | None = None
+    #: the intra-node switch reduces and multicasts (NVLink SHARP: NCCL's NVLS algorithms)
+    nvls: bool = False
 
     @property
     def n_nodes(self) -> int:

@@ -312,7 +312,8 @@ ROWS: tuple[Knob, ...] = (
         "auto",
         "str",
         "--algorithm",
-        "NCCL_ALGO: auto = what that NCCL picks per call (default), ring or tree",
+        "NCCL_ALGO: auto = what that NCCL picks per call (default), ring, tree, nvls "
+        "(NVLink SHARP, one node) or nvls_tree (across nodes)",
         check=Vocabulary("allreduce algorithm", lambda: ALGORITHM_CHOICES),
         choices=lambda: ALGORITHM_CHOICES,
         applies=Applies(

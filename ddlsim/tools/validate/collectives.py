@@ -263,11 +263,12 @@ def map_setup(row: CollectiveRow) -> Setup:
         arch = catalog.device(gpu.name).arch
         if arch not in ("ampere", "hopper", "blackwell"):
             return Setup(None, f"NCCL version not stated ({gpu.name}, {arch})", "no-nccl-version")
-        version = DEFAULT_NCCL_VERSION
+        version = UNSTATED_NCCL.get(arch, DEFAULT_NCCL_VERSION)
         notes.append(
-            f"NCCL version not stated: {version} (any 2.5+ is costed alike; {arch} GPUs "
-            "need a 2020 or later NCCL, 2.7+)"
-        )
+            f"NCCL version not stated: {version} ({arch} GPUs need a 2020 or later NCCL, "
+            + ("2.7+; any 2.5+ is costed alike)" if arch == "ampere" else
+               "and the rows are 2023-2026: NVLS's releases; any 2.19+ is costed alike)")
+        )  # fmt: skip
     kwargs = {
         "gpu": gpu.name,
         "n_gpus": n,
@@ -284,6 +285,11 @@ def map_setup(row: CollectiveRow) -> Setup:
     return Setup(kwargs, notes=tuple(notes))
 
 
+#: an unstated NCCL on a GPU of this architecture: 2.19 (nvidia-nccl-cu12 2.19.3, uploaded
+#: 2023-10-24), the first release with every NVLS path (:mod:`ddlsim.comm.nccl_nvls`). The
+#: Hopper / Blackwell rows that state a date are from 2023-10 to 2026-05, Blackwell needs
+#: 2.25+ (2025), and 2.19 to 2.29 are costed alike; older architectures keep the default
+UNSTATED_NCCL = {"hopper": "2.19", "blackwell": "2.19"}
 #: the catalog's InfiniBand of unstated generation (FDR: the 2015-2018 papers' clusters)
 UNSTATED_IB = "ib"
 
