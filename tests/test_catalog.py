@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import ddlsim
 from ddlsim.errors import CatalogError, ConfigError, UnknownNameError
 from ddlsim.system import catalog
 from ddlsim.system.catalog import build_cluster, describe_cluster
@@ -552,6 +553,8 @@ DEVICE_CORRUPTIONS = [
     ("a100", "peak_tf32_TFLOPS", 19.5, "'peak_tf32_TFLOPS': a GPU's tensor-core peak above"),
     ("epyc-zen4-core", "peak_tf32_TFLOPS", 5.0, "'peak_tf32_TFLOPS': a GPU's tensor-core"),
     ("p40", "peak_tf32_TFLOPS", 50.0, "'peak_tf32_TFLOPS': no source"),
+    ("v100-sxm2-32gb", "silicon_of", "a100", "silicon_of 'a100' must name a device of the same"),
+    ("v100-sxm2-32gb", "silicon_of", "gv100", "silicon_of 'gv100' must name"),
 ]
 
 
@@ -716,3 +719,14 @@ def test_clocks_come_all_together(tmp_path: Path) -> None:
     doc["devices"]["a10"]["base_clock_MHz"] = 2000
     with pytest.raises(CatalogError, match="above the boost clock"):
         catalog._load_catalog(devices_path=_write(tmp_path, "devices.json", doc))
+
+
+def test_a_memory_variant_shares_its_silicons_calibrations(tmp_path) -> None:
+    """v100-sxm2-32gb is v100-sxm2's die with twice the memory: the same peaks, its
+    calibrations; a silicon_of naming another part or a part of other peaks is refused."""
+    big, small = catalog.device("v100-sxm2-32gb"), catalog.device("v100-sxm2")
+    assert big.silicon_of == "v100-sxm2" and big.memory_bytes == 2 * small.memory_bytes
+    assert big.peak_fp16_flops == small.peak_fp16_flops
+    a = ddlsim.predict("resnet50", 8, gpu="v100-sxm2-32gb")
+    b = ddlsim.predict("resnet50", 8, gpu="v100-sxm2")
+    assert a.images_per_sec == pytest.approx(b.images_per_sec)

@@ -250,6 +250,8 @@ def find_profile_and_choice(
 ) -> tuple[ModelProfile, Choice]:
     """:func:`find_profile`, and the :class:`Choice` that picked its file."""
     found = search(model.name, device.id, batch, precision)
+    if found is None and device.silicon_of:  # another memory size of a calibrated part
+        found = search(model.name, device.silicon_of, batch, precision)
     if found is None:
         roots = [user_dir(), shipped_dir()]
         raise CalibrationError(

@@ -54,7 +54,11 @@ LOW_PRECISION = ("peak_fp8_TFLOPS", "peak_fp4_TFLOPS")
 NETWORK = ("default_inter_node", "default_nics_per_node")
 #: optional flag: true while only the datasheet vouches for the entry (reports say so)
 DATASHEET_ONLY = "datasheet_only"
-_OPTIONAL_KEYS = frozenset({"kind", SM_COUNT, ARCH, TF32, *CLOCKS, *LOW_PRECISION, *NETWORK})
+#: optional key: the device whose compute this one is (another memory size of the same part)
+SILICON_OF = "silicon_of"
+_OPTIONAL_KEYS = frozenset(
+    {"kind", SM_COUNT, ARCH, TF32, SILICON_OF, *CLOCKS, *LOW_PRECISION, *NETWORK}
+)
 
 
 def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dict[str, Any]:
@@ -76,6 +80,13 @@ def _parse_devices(doc: dict[str, Any], file: str, links: dict[str, Any]) -> dic
             default_network[device_id] = network
     if not devices:
         raise CatalogError(f"{file}: no devices")
+    for device_id, spec in devices.items():
+        twin = devices.get(spec.silicon_of) if spec.silicon_of else spec
+        if twin is None or twin.silicon_of or twin.peak_fp32_flops != spec.peak_fp32_flops:
+            raise CatalogError(
+                f"{file}: device {device_id!r}: silicon_of {spec.silicon_of!r} must name a "
+                "device of the same peaks that is its own silicon"
+            )
     return {
         "devices": devices,
         "aliases": _parse_aliases(doc, file, devices),
@@ -139,6 +150,7 @@ def _parse_device(
         **clocks,
         **low,
         datasheet_only=_flag(check, entry, DATASHEET_ONLY),
+        silicon_of=check.text(entry, SILICON_OF) if SILICON_OF in entry else None,
     )
     return spec, per_node, intra
 

@@ -52,6 +52,9 @@ class DeviceSpec:
     peak_fp4_flops: float | None = None  # dense fp4 tensor-core peak (Blackwell; None: none)
     #: True while only the datasheet vouches for the entry (no measured run checks it yet)
     datasheet_only: bool = False
+    #: the catalog part whose compute this one is (the same die, clocks and bandwidth with
+    #: another memory size: the 32 GB V100 SXM2 of the 16 GB one): its calibrations serve both
+    silicon_of: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,9 @@ class LinkSpec:
     nccl_transport: str = ""  # networks: the transport NCCL picks when none is given
     #: True while only the datasheet vouches for the entry (no measured run checks it yet)
     datasheet_only: bool = False
+    #: the catalog part whose compute this one is (the same die, clocks and bandwidth with
+    #: another memory size: the 32 GB V100 SXM2 of the 16 GB one): its calibrations serve both
+    silicon_of: str | None = None
 
     def bandwidth_Bps(self, transport: str | None = None) -> float:
         """Achievable bandwidth per direction over ``transport`` (default: the link's own)."""
