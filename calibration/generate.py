@@ -40,10 +40,12 @@ RUNS_CSV = ROOT / "traces" / "measured" / "runs.csv"
 
 def canonical_devices() -> list[str]:
     """Catalog GPU ids without their aliases (CPU devices are calibrated by measurement:
-    their roofline would be a GPU's)."""
+    their roofline would be a GPU's) and without another memory size of a part (``silicon_of``:
+    its twin's files serve it)."""
     aliases = catalog.device_aliases()
     names = [name for name in catalog.device_names() if name not in aliases]
-    return [name for name in names if catalog.device(name).kind == "gpu"]
+    devices = [catalog.device(name) for name in names]
+    return [d.id for d in devices if d.kind == "gpu" and not d.silicon_of]
 
 
 def configurations(anchors: list) -> Iterator[tuple]:
