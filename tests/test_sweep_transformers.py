@@ -74,3 +74,17 @@ def test_plot_draws_the_file(rows, tmp_path, kind) -> None:
     out = tmp_path / f"{kind}.png"
     assert main(["plot", str(src), "--kind", kind, "-o", str(out)]) == 0
     assert out.stat().st_size > 10_000
+
+
+def test_a_swept_transformer_option_is_a_column() -> None:
+    """--task and --loss-kernel as grid axes: each row says which (empty for a CNN)."""
+    from ddlsim.tools.analysis.sweep import evaluate
+
+    kw = dict(gpus=8, gpu="a100", batch=4, seq_len=128, precision="bf16")
+    span = evaluate(dict(model="bert-large", task="span", loss_kernel="fused", **kw))
+    mlm = evaluate(dict(model="bert-large", task="mlm", **kw))
+    cnn = evaluate(dict(model="resnet50", gpus=8, gpu="a100"))
+    assert (span["task"], span["loss_kernel"], mlm["task"]) == ("span", "fused", "mlm")
+    assert span["sharding"] is None and cnn["task"] is None and cnn["attention"] is None
+    fsdp = evaluate(dict(model="mpt-125m", comm="fsdp", offload="optimizer", **kw))
+    assert (fsdp["sharding"], fsdp["offload"]) == ("full_shard", "optimizer")

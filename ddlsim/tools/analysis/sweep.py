@@ -51,6 +51,18 @@ FAILURE_INPUT_COLUMNS = (
     "rendezvous_s",
     "replace_min",
 )
+#: a transformer's step as the job sets it (empty for a CNN): what it is trained for, micro-steps
+#: per optimizer step, recomputation, the attention and loss kernels; a sharded method's
+#: sharding and offload (empty for the others)
+TRANSFORMER_INPUT_COLUMNS = (
+    "task",
+    "grad_accum",
+    "activation_checkpointing",
+    "attention",
+    "loss_kernel",
+    "sharding",
+    "offload",
+)
 #: resolved inputs, flattened, in column order
 INPUT_COLUMNS = (
     "model",
@@ -66,6 +78,7 @@ INPUT_COLUMNS = (
     "n_ps",
     "batch_per_gpu",
     "seq_len",
+    *TRANSFORMER_INPUT_COLUMNS,
     "precision",
     "data",
     "fusion_threshold_mb",
@@ -184,6 +197,7 @@ def evaluate(config: Mapping[str, Any]) -> dict[str, Any]:
     )
     row.update({k: float(p.breakdown[k]) for k in BREAKDOWN_COLUMNS})
     row.update(transformer_columns(i.get("transformer")))
+    row.update(transformer_inputs(i))
     row.update({c: i["predict_kwargs"].get(c) for c in FAILURE_INPUT_COLUMNS})
     row.update(resilience_columns(p.resilience))
     row.update(status="ok", error="")
@@ -209,6 +223,22 @@ def transformer_columns(t: Mapping[str, Any] | None) -> dict[str, Any]:
         "mfu": t["mfu"],
         "memory_total_GB": t["memory"]["total_GB"],
     }
+
+
+def transformer_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The :data:`TRANSFORMER_INPUT_COLUMNS` of a prediction's inputs, as its job set them (all
+    None for a CNN; ``sharding`` and ``offload`` only for a sharded method)."""
+    from ddlsim.comm import SHARDED_METHODS
+
+    row = dict.fromkeys(TRANSFORMER_INPUT_COLUMNS)
+    if not inputs.get("transformer"):
+        return row
+    kwargs = inputs["predict_kwargs"]
+    sharded = inputs.get("comm") in SHARDED_METHODS
+    for column in TRANSFORMER_INPUT_COLUMNS:
+        if column not in ("sharding", "offload") or sharded:
+            row[column] = kwargs.get(column)
+    return row
 
 
 def resilience_columns(result: Any) -> dict[str, float | None]:
