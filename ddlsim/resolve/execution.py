@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from ddlsim.comm import SHARDED_METHODS, make_comm_model
 from ddlsim.comm.base import CommModel
-from ddlsim.config.groups import ExecutionConfig
+from ddlsim.config.groups import ExecutionConfig, WorkloadConfig, optimizer_of
 from ddlsim.errors import ConfigError
 from ddlsim.execution.horovod import horovod_release
 from ddlsim.execution.offload import host_step_Bps, host_step_bytes_per_param
@@ -25,17 +25,12 @@ from ddlsim.units import MiB
 
 
 def resolve_strategy(
-    x: ExecutionConfig,
-    cluster: Cluster,
-    *,
-    batch: int,
-    precision: str,
-    data: str,
-    optimizer: str = "adamw",
+    x: ExecutionConfig, cluster: Cluster, w: WorkloadConfig, *, batch: int, precision: str
 ) -> Strategy:
-    """The execution's :class:`Strategy` for the resolved batch and precision; the Horovod
-    release gives the fusion threshold and cycle time unless ``x`` sets them; ``optimizer``
-    is the one a CPU offload steps on the host."""
+    """The execution's :class:`Strategy` for the resolved batch and precision of workload
+    ``w`` (its data, and its optimizer: the one a CPU offload steps on the host); the Horovod
+    release gives the fusion threshold and cycle time unless ``x`` sets them."""
+    data, optimizer = w.data, optimizer_of(w)
     release = horovod_release(x.horovod_version)
     fusion_bytes = release.fusion_threshold_bytes
     if x.fusion_threshold_mb is not None:

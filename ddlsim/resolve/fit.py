@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ddlsim.compute.transformer_step import Numerics
-from ddlsim.config.groups import ExecutionConfig, SystemConfig, WorkloadConfig, optimizer_of
+from ddlsim.config.groups import ExecutionConfig, SystemConfig, WorkloadConfig
 from ddlsim.config.knob import MAX_BATCH
 from ddlsim.errors import ConfigError
 from ddlsim.execution.strategy import Strategy
@@ -86,14 +86,7 @@ def fewest_gpus(
 
     def need(gpus: int) -> tuple[Memory, Numerics, DeviceSpec]:
         cluster = resolve_system(replace(s, gpus=gpus), names.gpu, nccl=nccl)
-        strategy = resolve_strategy(
-            x,
-            cluster,
-            batch=names.batch,
-            precision=names.precision,
-            data=w.data,
-            optimizer=optimizer_of(w),
-        )
+        strategy = resolve_strategy(x, cluster, w, batch=names.batch, precision=names.precision)
         device = cluster.device
         numerics = transformer_numerics(cfg, x, device, strategy.precision, w.tf32)
         memory = step_memory(

@@ -104,14 +104,7 @@ def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     if s.gpus == GPUS_MIN:
         s = replace(s, gpus=_fewest_gpus(w, s, x, names))
     cluster = resolve_system(s, names.gpu, nccl=x.comm in NCCL_METHODS)
-    strategy = resolve_strategy(
-        x,
-        cluster,
-        batch=names.batch,
-        precision=names.precision,
-        data=w.data,
-        optimizer=optimizer_of(w),
-    )
+    strategy = resolve_strategy(x, cluster, w, batch=names.batch, precision=names.precision)
     if strategy.precision == "amp" and cluster.device.peak_fp16_flops is None:
         raise ConfigError(
             f"GPU {cluster.device.id!r} has no fast fp16 path; mixed precision (amp) is not "
@@ -151,14 +144,7 @@ def _transformer(
 
     if w.batch == BATCH_MAX:
         names = replace(names, batch=max_batch(w, x, names, cluster, strategy))
-        strategy = resolve_strategy(
-            x,
-            cluster,
-            batch=names.batch,
-            precision=names.precision,
-            data=w.data,
-            optimizer=optimizer_of(w),
-        )
+        strategy = resolve_strategy(x, cluster, w, batch=names.batch, precision=names.precision)
     compute, need = resolve_transformer_compute(w, x, names, cluster, strategy)
     return names, strategy, compute, need
 
