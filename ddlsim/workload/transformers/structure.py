@@ -32,7 +32,11 @@ from dataclasses import dataclass
 
 from ddlsim.workload.layers import GradTensor
 from ddlsim.workload.transformers.config import SEQUENCE_LABELS, TransformerConfig
-from ddlsim.workload.transformers.tensors import block_tensors, gradient_tensors
+from ddlsim.workload.transformers.tensors import (
+    adaptive_clusters,
+    block_tensors,
+    gradient_tensors,
+)
 
 MASK_BYTES_PER_ELEM = 1  # a dropout mask: one byte per element
 #: the share of running English text covered by its most frequent words, at these ranks:
@@ -268,22 +272,28 @@ def _adaptive_head(cfg: TransformerConfig, tokens: int) -> Block:
     """The adaptive softmax: the head cluster (the frequent words and one logit per tail
     cluster) for every token; each tail cluster's projection and logits for the tokens whose
     target falls in it (:func:`tail_share` of them), with its log-softmax."""
-    assert cfg.adaptive is not None
-    ad, d = cfg.adaptive, cfg.hidden
-    edges = [0, *ad.cutoffs, cfg.vocab]
-    n_head = ad.cutoffs[0] + len(ad.cutoffs)
+    d, n_head = cfg.hidden, head_cluster_words(cfg)
     gemms = [Gemm("vocab", tokens, n_head, d)]
     passes = [MemoryPass("loss", tokens * n_head)]
-    for i in range(1, len(edges) - 1):
-        rows = round(tokens * tail_share(edges[i], edges[i + 1]))
+    clusters = adaptive_clusters(cfg)
+    first = clusters[0][0]  # the rank where the tail clusters start
+    for i, (size, width) in enumerate(clusters[1:], start=1):
+        rows = round(tokens * tail_share(first, first + size))
+        first += size
         if rows == 0:
             continue
-        width, size = d // ad.div**i, edges[i + 1] - edges[i]
         if width != d:
             gemms.append(Gemm(f"tail{i}/proj", rows, width, d))
         gemms.append(Gemm(f"tail{i}/vocab", rows, size, width))
         passes.append(MemoryPass(f"tail{i}/loss", rows * size))
     return Block("head", tuple(gemms), tuple(passes))
+
+
+def head_cluster_words(cfg: TransformerConfig) -> int:
+    """Logits of an adaptive softmax's head cluster: its frequent words and one per tail
+    cluster."""
+    assert cfg.adaptive is not None
+    return cfg.adaptive.cutoffs[0] + len(cfg.adaptive.cutoffs)
 
 
 def speech_convs(cfg: TransformerConfig, b: int, samples: int) -> tuple[Gemm, ...]:
@@ -339,7 +349,7 @@ def mfu_params(cfg: TransformerConfig, n_params: int) -> int:
     its 192 M is a lookup and a head of 20,003 words, not ``6 x 137 M`` FLOPs a token."""
     if cfg.adaptive is None:
         return n_params
-    return gemm_params(cfg) + (cfg.adaptive.cutoffs[0] + len(cfg.adaptive.cutoffs)) * cfg.hidden
+    return gemm_params(cfg) + head_cluster_words(cfg) * cfg.hidden
 
 
 def backward_tensors(cfg: TransformerConfig) -> tuple[tuple[str, int], ...]:

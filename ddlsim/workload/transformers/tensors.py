@@ -87,8 +87,8 @@ def block_tensors(
     return out
 
 
-def _adaptive_clusters(cfg: TransformerConfig) -> list[tuple[int, int]]:
-    """(tokens, width) of each adaptive cluster."""
+def adaptive_clusters(cfg: TransformerConfig) -> list[tuple[int, int]]:
+    """(words, embedding width) of each adaptive cluster, the frequent words' first."""
     assert cfg.adaptive is not None
     edges = [0, *cfg.adaptive.cutoffs, cfg.vocab]
     div = cfg.adaptive.div
@@ -99,7 +99,7 @@ def _token_embedding(cfg: TransformerConfig) -> list[GradTensor]:
     if cfg.adaptive is None or cfg.adaptive.div == 1:
         return [GradTensor("embedding/tokens", (cfg.vocab, cfg.hidden))]
     out = []
-    for i, (tokens, width) in enumerate(_adaptive_clusters(cfg)):
+    for i, (tokens, width) in enumerate(adaptive_clusters(cfg)):
         out.append(GradTensor(f"embedding/tokens{i}", (tokens, width)))
         out.append(GradTensor(f"embedding/proj{i}", (cfg.hidden, width)))
     return out
@@ -201,7 +201,7 @@ def _lm_head(cfg: TransformerConfig) -> list[GradTensor]:
     ad, n_clusters = cfg.adaptive, len(cfg.adaptive.cutoffs)
     out = [GradTensor("head/cluster/weight", (n_clusters, cfg.hidden))]
     out += [GradTensor("head/cluster/bias", (n_clusters,))]
-    for i, (tokens, width) in enumerate(_adaptive_clusters(cfg)):
+    for i, (tokens, width) in enumerate(adaptive_clusters(cfg)):
         if not cfg.tie_embeddings:
             out.append(GradTensor(f"head/output{i}/weight", (tokens, width)))
         out.append(GradTensor(f"head/output{i}/bias", (tokens,)))
