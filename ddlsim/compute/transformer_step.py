@@ -66,8 +66,9 @@ class BlockTime:
     fwd_flops: float
 
 
-def _pass_op(p: MemoryPass, gated: bool, norm: str) -> str:
-    """The memory route's op for a pass of the block structure."""
+def _pass_op(p: MemoryPass, gated: bool, norm: str, fused_loss: bool = False) -> str:
+    """The memory route's op for a pass of the block structure (the loss as one fused kernel
+    each way with ``fused_loss``)."""
     if p.op:
         return p.op
     name = p.name.rsplit("/", 1)[-1]
@@ -77,6 +78,8 @@ def _pass_op(p: MemoryPass, gated: bool, norm: str) -> str:
         return "add"
     if name.startswith("dropout") or name == "probs_dropout":
         return "dropout"
+    if name == "loss" and fused_loss:
+        return "cross_entropy_fused"
     if name in ("softmax", "loss"):
         return "softmax"
     if name in ("bias_act", "act"):
@@ -100,9 +103,7 @@ def pass_s(
     p: MemoryPass, tokens: int, device: DeviceSpec, numerics: Numerics, *, gated: bool, norm: str
 ) -> tuple[float, float]:
     """(forward, backward) seconds of pass ``p`` over ``tokens`` rows."""
-    op = _pass_op(p, gated, norm)
-    if numerics.fused_loss and p.name.rsplit("/", 1)[-1] == "loss":
-        op = "cross_entropy_fused"
+    op = _pass_op(p, gated, norm, numerics.fused_loss)
     cols = max(1, p.elems // tokens)
     if op == "silu_and_mul":
         cols *= 2  # the op's input is gate and up side by side
