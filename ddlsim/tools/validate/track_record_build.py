@@ -54,13 +54,23 @@ def summarise_absolute(rows: Sequence[Any], by_framework: bool = False) -> dict[
     return {key: _entry(groups[key]) for key in sorted(groups)}
 
 
-def _by_comm_regime(rows: Sequence[Any]) -> dict[str, Any]:
-    groups: dict[str, list[Any]] = {}
-    for r in rows:
-        if r.status != PREDICTED or r.rel_error is None or r.assumption or r.run.gpus == 1:
-            continue
-        groups.setdefault(f"{r.run.comm} | {regime(run_nodes(r.run))}", []).append(r)
-    return {key: {**_entry(groups[key]), "n_assumed": 0} for key in sorted(groups)}
+def _by_comm_regime(passes: Sequence[tuple[Sequence[Any], bool]]) -> dict[str, Any]:
+    """The predicted rows of ``(rows, assumed)`` passes by ``"<comm> | <regime>"``, with how
+    many came from an assumed pass (rows under a catalog assumption left out)."""
+    groups: dict[str, list[tuple[Any, bool]]] = {}
+    for rows, assumed in passes:
+        for r in rows:
+            if r.status != PREDICTED or r.rel_error is None or r.assumption:
+                continue
+            key = f"{r.run.comm} | {regime(run_nodes(r.run))}"
+            groups.setdefault(key, []).append((r, assumed))
+    return {
+        key: {
+            **_entry([r for r, _ in groups[key]]),
+            "n_assumed": sum(assumed for _, assumed in groups[key]),
+        }
+        for key in sorted(groups)
+    }
 
 
 def summarise_transformers(default_rows: Sequence[Any], absolute_rows: Sequence[Any]) -> dict:
@@ -74,7 +84,7 @@ def summarise_transformers(default_rows: Sequence[Any], absolute_rows: Sequence[
     return {
         "source": "ddlsim validate traces/measured/runs_transformers.csv (anchored; the "
         "sharded methods and the 1-GPU compute with --absolute)",
-        "by_comm_regime": {**_by_comm_regime(anchored), **_by_comm_regime(sharded)},
+        "by_comm_regime": _by_comm_regime(((anchored, False), (sharded, False))),
         "absolute_by_gpu_precision": summarise_absolute(absolute_rows),
         "absolute_by_gpu_precision_framework": summarise_absolute(absolute_rows, True),
     }
@@ -90,20 +100,7 @@ def summarise(
     the default (anchored) pass, the large-N rows under their era's configuration, and an
     ``--absolute`` pass whose 1-GPU rows give the compute's own error per GPU and precision."""
 
-    groups: dict[str, list[tuple[Any, bool]]] = {}
-    for rows, assumed in ((default_rows, False), (assumed_rows, True)):
-        for r in rows:
-            if r.status != PREDICTED or r.rel_error is None or r.assumption:
-                continue
-            key = f"{r.run.comm} | {regime(run_nodes(r.run))}"
-            groups.setdefault(key, []).append((r, assumed))
-    table = {}
-    for key in sorted(groups):
-        members = groups[key]
-        table[key] = {
-            **_entry([r for r, _ in members]),
-            "n_assumed": sum(assumed for _, assumed in members),
-        }
+    table = _by_comm_regime(((default_rows, False), (assumed_rows, True)))
     return {
         "what": "relative error of ddlsim's prediction (images/s, or the scaling efficiency "
         "for efficiency-only rows) against measured runs, by communication method and node "
