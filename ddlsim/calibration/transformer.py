@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from ddlsim.calibration.profile import LayerTiming, ModelProfile
 from ddlsim.compute.gemm import default_gemm_model
-from ddlsim.compute.transformer_ops import flash_version
+from ddlsim.compute.transformer_ops import flash_version, stream_Bps
 from ddlsim.compute.transformer_step import BlockTime, Numerics, block_time
 from ddlsim.errors import ConfigError
 from ddlsim.system.specs import DeviceSpec
@@ -42,9 +42,7 @@ ACCUMULATE_BYTES_PER_PARAM = 12.0
 
 def accumulate_s(n_params: int, device: DeviceSpec) -> float:
     """Seconds of one gradient accumulation over ``n_params`` parameters (at the DRAM roof)."""
-    m = default_gemm_model()
-    bandwidth = device.mem_bandwidth_Bps * m.stream_efficiency
-    return n_params * ACCUMULATE_BYTES_PER_PARAM / bandwidth
+    return n_params * ACCUMULATE_BYTES_PER_PARAM / stream_Bps(device)
 
 
 def optimizer_bytes_per_param(optimizer: str, mixed: bool) -> float:
@@ -87,7 +85,7 @@ def optimizer_step_s(
     read and written once at the DRAM roof, one multi-tensor launch per 64 tensors; ``per-tensor``
     (:data:`PER_TENSOR_OPS`): every op a pass over each tensor, a launch each."""
     m = default_gemm_model()
-    bandwidth = device.mem_bandwidth_Bps * m.stream_efficiency
+    bandwidth = stream_Bps(device, m)
     if kernels == "per-tensor":
         ops, per_param = PER_TENSOR_OPS[optimizer]
         return ops * n_tensors * m.stream_launch_s + n_params * per_param / bandwidth

@@ -141,6 +141,12 @@ def op_kernels(op: str, fused: bool = True) -> int:
     return 1 if fused else UNFUSED_KERNELS.get(op, 1)
 
 
+def stream_Bps(device: DeviceSpec, model: GemmModel | None = None) -> float:
+    """The DRAM bandwidth element-wise kernels move their bytes at on ``device``: its
+    datasheet bandwidth x the fitted ``stream_efficiency``."""
+    return device.mem_bandwidth_Bps * (model or default_gemm_model()).stream_efficiency
+
+
 def memory_op_s(
     op: str,
     rows: int,
@@ -159,8 +165,7 @@ def memory_op_s(
     moved = op_bytes(op, rows, cols, precision, direction, fused)
     if moved == 0:  # no kernel in this direction (a view)
         return 0.0
-    stream_Bps = device.mem_bandwidth_Bps * m.stream_efficiency
-    return op_kernels(op, fused) * m.stream_launch_s + moved / stream_Bps
+    return op_kernels(op, fused) * m.stream_launch_s + moved / stream_Bps(device, m)
 
 
 def flash_version(device: DeviceSpec, version: int | None = None) -> int:
@@ -216,5 +221,5 @@ def flash_attention_s(
     efficiency = table[v][1 if bwd else 0]
     m = model or default_gemm_model()
     tensors = (8 if bwd else 4) * batch * heads * seq * head_dim * ELEM_BYTES[precision]
-    memory = tensors / (device.mem_bandwidth_Bps * m.stream_efficiency)
+    memory = tensors / stream_Bps(device, m)
     return m.launch_s + max(flops / (efficiency * peak), memory)
