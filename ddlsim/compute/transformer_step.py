@@ -38,7 +38,8 @@ FLASH_PASSES = ("attn/softmax", "attn/probs_dropout")
 @dataclass(frozen=True)
 class Numerics:
     """How a block's kernels run: GEMM and pass precisions, FlashAttention (and its version,
-    None = the newest the GPU runs), a fused softmax (one kernel, else scale, mask and softmax
+    None = the newest the GPU runs), a fused softmax (a compiler's fusion, XLA: scale, mask and
+    softmax one kernel, and the eager-only passes of the structure folded away; else each op
     apart), causal attention, and activation checkpointing."""
 
     gemm_precision: str
