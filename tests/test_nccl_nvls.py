@@ -143,3 +143,19 @@ def test_predict_says_it_ran_nvls_and_refuses_it_on_a100(cli) -> None:
     code, _, err = cli("predict", "--gpu", "a100", "--gpus", "8", "--model", "vgg16",
                        "--nccl-version", "2.19", "--algorithm", "nvls")  # fmt: skip
     assert code == 2 and len(err.strip().splitlines()) == 1 and "NVLink switch" in err
+
+
+def test_report_says_when_the_release_predates_the_switchs_nvls(capsys) -> None:
+    """The default 2.14 on an HGX H100 is costed without NVLink SHARP, and the report says so;
+    2.19 has it, and a DGX-1 (no NVLS switch) gets no note."""
+    from ddlsim.cli.main import main
+
+    base = ["predict", "--model", "gpt2", "--gpu", "h100", "--gpus", "8", "--comm", "ddp"]
+    hint = "no NVLink SHARP before NCCL 2.17"
+    assert main(base) == 0
+    assert hint in capsys.readouterr().out
+    assert main([*base, "--nccl-version", "2.19"]) == 0
+    out = capsys.readouterr()
+    assert hint not in out.out and "no effect" not in out.err  # ddp uses the release
+    assert main(["predict", "--gpus", "8"]) == 0
+    assert hint not in capsys.readouterr().out

@@ -8,7 +8,10 @@ from ddlsim.api import Prediction
 from ddlsim.cli.report_failures import failure_lines
 from ddlsim.cli.report_transformer import transformer_lines
 from ddlsim.comm import SHARDED_METHODS
+from ddlsim.comm.nccl import NcclVersion
+from ddlsim.comm.nccl_nvls import SINCE as NVLS_SINCE
 from ddlsim.config.track_record import format_absolute_line, format_line
+from ddlsim.system import catalog
 from ddlsim.workload.ttt import format_duration
 
 #: how fp32 ran, where TF32 is in play (inputs["tf32"]; None elsewhere)
@@ -99,8 +102,20 @@ def _nccl_line(i: dict[str, Any], ops: list[dict[str, Any]]) -> str:
         )
     return (
         f"    nccl           {i['nccl_version']}: algorithm {i['algorithm']}, protocol "
-        f"{i['nccl_protocol']}{_nccl_choices(ops)}"
+        f"{i['nccl_protocol']}{_nccl_choices(ops)}{_nvls_hint(i)}"
     )
+
+
+def _nvls_hint(i: dict[str, Any]) -> str:
+    """A note where the node's switch reduces in the switch (NVLink SHARP) but the release
+    predates it: the default 2.14 on an HGX H100 / B200 is costed without NVLS."""
+    intra = i.get("intra_node")
+    if not intra or (i.get("gpus_per_node") or 1) < 2 or not catalog.intra_link(intra).nvls:
+        return ""
+    first = NcclVersion(*min(NVLS_SINCE.values()))
+    if NcclVersion.parse(i["nccl_version"]) >= first:
+        return ""
+    return f" (no NVLink SHARP before NCCL {first}: --nccl-version 2.19+ has it)"
 
 
 def _nics(inputs: dict) -> str:

@@ -199,9 +199,20 @@ def horovod_only(extra: str = "") -> Applies:
     )
 
 
+#: the methods whose collectives are NCCL 2's (make_comm_model: NcclAllreduceModel for
+#: horovod-nccl and ddp, ShardedModel for fsdp and zero1-3; replicated-nccl is NCCL 1)
+NCCL2_METHODS = ("horovod-nccl", "ddp", "fsdp", "zero1", "zero2", "zero3")
+
+
+def nccl_release(c: Config) -> bool:
+    """The job's collectives are NCCL 2's: its release is in play."""
+    return c.get("comm") in NCCL2_METHODS
+
+
 def nccl_call(c: Config) -> bool:
-    """NCCL chooses the call: horovod-nccl without hierarchical allreduce."""
-    return c.get("comm") == "horovod-nccl" and not c.get("hierarchical")
+    """NCCL chooses each call: its NCCL 2 methods, except horovod-nccl's hierarchical allreduce
+    (fixed calls per level)."""
+    return nccl_release(c) and not (c.get("comm") == "horovod-nccl" and c.get("hierarchical"))
 
 
 def ddp_buckets(c: Config) -> bool:

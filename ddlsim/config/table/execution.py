@@ -30,6 +30,7 @@ from ddlsim.config.knob import (
     ddp_buckets,
     horovod_only,
     nccl_call,
+    nccl_release,
 )
 from ddlsim.execution.horovod import DEFAULT_HOROVOD_VERSION, horovod_release
 from ddlsim.execution.input_pipeline import PREPROCESSING_CHOICES
@@ -287,8 +288,9 @@ ROWS: tuple[Knob, ...] = (
         canonical=lambda v: str(NcclVersion.parse(v)),
         metavar="X.Y",
         applies=Applies(
-            comm_in("horovod-nccl"),
-            "it applies to horovod-nccl (replicated-nccl is TensorFlow's own NCCL 1)",
+            nccl_release,
+            "it applies to horovod-nccl, ddp, fsdp and zero1-3 (replicated-nccl is TensorFlow's "
+            "own NCCL 1)",
             ("comm",),
         ),
     ),
@@ -317,7 +319,9 @@ ROWS: tuple[Knob, ...] = (
         check=Vocabulary("allreduce algorithm", lambda: ALGORITHM_CHOICES),
         choices=lambda: ALGORITHM_CHOICES,
         applies=Applies(
-            nccl_call, "it applies to horovod-nccl without --hierarchical", ("comm", "hierarchical")
+            nccl_call,
+            "it applies to horovod-nccl without --hierarchical, ddp, fsdp and zero1-3",
+            ("comm", "hierarchical"),
         ),
     ),
     Knob(
@@ -330,7 +334,9 @@ ROWS: tuple[Knob, ...] = (
         check=Vocabulary("NCCL protocol", lambda: PROTOCOL_CHOICES),
         choices=lambda: PROTOCOL_CHOICES,
         applies=Applies(
-            nccl_call, "it applies to horovod-nccl without --hierarchical", ("comm", "hierarchical")
+            nccl_call,
+            "it applies to horovod-nccl without --hierarchical, ddp, fsdp and zero1-3",
+            ("comm", "hierarchical"),
         ),
     ),
     Knob(

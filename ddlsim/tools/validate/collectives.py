@@ -287,8 +287,10 @@ def map_setup(row: CollectiveRow) -> Setup:
 
 #: an unstated NCCL on a GPU of this architecture: 2.19 (nvidia-nccl-cu12 2.19.3, uploaded
 #: 2023-10-24), the first release with every NVLS path (:mod:`ddlsim.comm.nccl_nvls`). The
-#: Hopper / Blackwell rows that state a date are from 2023-10 to 2026-05, Blackwell needs
-#: 2.25+ (2025), and 2.19 to 2.29 are costed alike; older architectures keep the default
+#: Hopper / Blackwell rows that state a date are from 2023-10 to 2026-05, and 2.19 to 2.29
+#: are costed alike; older architectures keep the default. (No release is a hard floor for
+#: Blackwell: the nvidia-nccl-cu12 wheels 2.16.5 to 2.26.2 all carry sm_50-sm_90 SASS and
+#: compute_90 PTX, which the driver compiles for sm_100.)
 UNSTATED_NCCL = {"hopper": "2.19", "blackwell": "2.19"}
 #: the catalog's InfiniBand of unstated generation (FDR: the 2015-2018 papers' clusters)
 UNSTATED_IB = "ib"
