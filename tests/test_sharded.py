@@ -224,3 +224,13 @@ def test_gpus_min_inside_one_node_and_refusals(cli) -> None:
     assert code == 2 and "no memory model" in err
     code, _, err = cli("predict", "--model", "mpt-125m", "--gpus", "min", "--batch", "max")
     assert code == 2 and "give one of them a number" in err
+
+
+@pytest.mark.parametrize("comm", ["ddp", "fsdp"])
+def test_pytorchs_methods_run_pytorchs_stack(comm) -> None:
+    """DDP and FSDP exist only in PyTorch: the job is timed with PyTorch's stack (its fused
+    optimizer, FlashAttention for a causal decoder), not the default TensorFlow's per-tensor
+    optimizer, whatever --framework says."""
+    p = ddlsim.predict("gpt2", 8, gpu="a100", precision="bf16", batch=4, comm=comm)
+    assert p.inputs["stack"]["framework"] == "pytorch"
+    assert p.inputs["transformer"]["numerics"]["flash_attention"]

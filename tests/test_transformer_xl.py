@@ -145,3 +145,21 @@ def test_each_micro_step_after_the_first_adds_its_gradient_in_fp32() -> None:
     extra = four.iteration_time_s - one.iteration_time_s
     n = one.setup.workload.model.n_params
     assert extra == pytest.approx(3 * (compute + accumulate_s(n, v100)), rel=0.02)
+
+
+def test_the_adaptive_softmax_materialises_its_clusters_not_the_whole_vocabulary() -> None:
+    """Memory: Transformer-XL's logits are the head cluster for every token plus each tail
+    cluster for its own tokens (far below rows x 267,735); a plain LM head keeps rows x vocab."""
+    from ddlsim.workload.transformers.memory import logit_elements
+    from ddlsim.workload.transformers.structure import head_cluster_words, tail_share
+
+    txl = get_transformer("transformer-xl-base")
+    b, s = 16, 192
+    got = logit_elements(txl, b, s)
+    tokens = b * s
+    assert tokens * head_cluster_words(txl) < got < tokens * (head_cluster_words(txl) + 10_000)
+    assert got < 0.15 * tokens * txl.vocab
+    # each tail's rows follow the unigram coverage of its ranks
+    assert 0 < tail_share(20_000, 40_000) < 0.1
+    gpt2 = get_transformer("gpt2")
+    assert logit_elements(gpt2, 4, 1024) == 4 * 1024 * gpt2.vocab

@@ -95,7 +95,7 @@ def prepare(job: JobConfig) -> Setup:
 
 def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     s = instance_system(s)
-    if x.comm in SHARDED_METHODS:  # FSDP and DeepSpeed run in PyTorch: its stack
+    if x.comm in ("ddp", *SHARDED_METHODS):  # DDP, FSDP and DeepSpeed run in PyTorch: its stack
         x = replace(x, framework="pytorch")
     names = resolve_names(w, s.gpu)
     transformer = names.transformer is not None

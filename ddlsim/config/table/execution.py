@@ -422,7 +422,8 @@ ROWS: tuple[Knob, ...] = (
         "--framework",
         "training framework, whose defaults set --layout and --fusion: tensorflow (NHWC for "
         "fp16 convolutions on tensor cores, else NCHW; no fusion: XLA off), pytorch (NCHW, "
-        f"no fusion), mxnet (NCHW, no fusion) (default: {DEFAULT_FRAMEWORK})",
+        f"no fusion), mxnet (NCHW, no fusion) (default: {DEFAULT_FRAMEWORK}; ddp, fsdp and "
+        "zero1-3 run pytorch's)",
         check=Vocabulary("framework", lambda: FRAMEWORKS),
         choices=lambda: FRAMEWORKS,
     ),

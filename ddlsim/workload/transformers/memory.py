@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ddlsim.workload.transformers.config import TransformerConfig
-from ddlsim.workload.transformers.structure import head_rows
+from ddlsim.workload.transformers.structure import head
 
 GiB = 1 << 30
 #: CUDA context (~0.3-0.8 GB by GPU and driver), cuBLAS / cuDNN workspaces and allocator
@@ -218,8 +218,17 @@ def memory(
     activations += p * s * b * cfg.hidden  # the embedding's output
     logits = 0.0
     if cfg.head in ("lm", "mlm"):  # the logits and their fp32 softmax / gradient
-        logits = head_rows(cfg, b, s) * cfg.vocab * (p + 4)
+        logits = logit_elements(cfg, b, s) * (p + 4)
     return Memory(
         weights, grads, state, buffers, activations, logits, RESERVE_BYTES, capacity_bytes,
         None if sharded is None else sharded.stage,
     )  # fmt: skip
+
+
+def logit_elements(cfg: TransformerConfig, b: int, s: int) -> int:
+    """The logits an LM / MLM head materialises for ``b`` x ``s`` tokens: its loss passes'
+    elements (:func:`~ddlsim.workload.transformers.structure.head`). A plain head's rows x
+    vocabulary; an adaptive softmax's head cluster for every token and each tail cluster only
+    for the tokens whose target falls in it (the reference ``ProjectedAdaptiveLogSoftmax``
+    index-selects those rows before the tail's projection), not rows x the whole vocabulary."""
+    return sum(x.elems for x in head(cfg, b, s).passes if x.name.rsplit("/", 1)[-1] == "loss")
