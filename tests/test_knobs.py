@@ -214,3 +214,63 @@ def test_a_grid_file_that_gives_a_key_twice_is_refused(tmp_path):
         load_grid_file(path)
     path.write_bytes(b"\xef\xbb\xbfmodel: resnet50\ngpus: [8]\n")  # a byte-order mark
     assert load_grid_file(path) == {"model": "resnet50", "gpus": [8]}
+
+
+def _other_value(knob):
+    """A value of ``knob`` other than predict's default (None where none is obvious)."""
+    from ddlsim.config.record import keyword_defaults
+
+    default = keyword_defaults().get(knob.name)
+    if isinstance(default, bool):
+        return not default
+    special = {"nccl_version": "2.4", "horovod_version": "0.16", "mpi": "openmpi-3.0"}
+    if knob.name in special:
+        return special[knob.name]
+    choices = knob.choices() if callable(knob.choices) else knob.choices
+    for choice in choices or ():
+        if choice not in (default, "auto"):
+            return choice
+    if isinstance(default, int | float) and default:
+        return default * 2
+    return None
+
+
+@pytest.mark.parametrize(
+    "base",
+    [
+        {"model": "resnet50", "gpu": "v100-sxm2", "precision": "amp"},
+        {"model": "gpt2", "gpu": "a100", "precision": "bf16", "batch": 4},
+    ],
+    ids=["cnn", "transformer"],
+)
+def test_a_flag_called_ignored_changes_nothing(base) -> None:
+    """Every (comm method, flag) where the warning says "no effect ... ignored": giving the
+    flag leaves the iteration time exactly as it was (the knob table's ``applies`` tells the
+    truth; --nccl-version on ddp / fsdp, --no-interference on the sharded methods and
+    --fsdp-unit-blocks on zero3 did not)."""
+    import ddlsim
+    from ddlsim.cli.applies import resolved_facts
+    from ddlsim.config.record import keyword_defaults
+
+    defaults = keyword_defaults()
+    lies = []
+    for method in comm.METHODS:
+        job = {**base, "gpus": 16, "gpus_per_node": 8, "comm": method}
+        try:
+            before = ddlsim.predict(**job)
+        except ConfigError:
+            continue
+        facts = resolved_facts(before.inputs)
+        for knob in KNOBS:
+            value = _other_value(knob)
+            if knob.applies is None or knob.name in job or value is None:
+                continue
+            if knob.applies.when({**defaults, **job, knob.name: value, **facts}):
+                continue
+            try:
+                after = ddlsim.predict(**{**job, knob.name: value})
+            except ConfigError:
+                continue
+            if after.iteration_time_s != before.iteration_time_s:
+                lies.append((method, knob.flag, value))
+    assert lies == []

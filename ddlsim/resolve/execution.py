@@ -104,7 +104,7 @@ def _sharded(
         method=x.comm,
         shards=shards,
         sharding=sharding,
-        unit_blocks=x.fsdp_unit_blocks,
+        unit_blocks=1 if zero else x.fsdp_unit_blocks,  # ZeRO-3 gathers module by module
         backward_prefetch="pre" if zero else x.backward_prefetch,
         forward_prefetch=x.forward_prefetch,
         limit_all_gathers=x.limit_all_gathers,

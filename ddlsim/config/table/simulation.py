@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ddlsim.comm import NCCL_METHODS
 from ddlsim.config.checks import Range, Vocabulary
 from ddlsim.config.knob import (
     DETAILED,
@@ -94,8 +95,9 @@ ROWS: tuple[Knob, ...] = (
         negate=True,
         sweep=False,
         applies=Applies(
-            comm_in("horovod-nccl", "replicated-nccl", "ddp"),
-            "only NCCL's kernels hold SMs while they communicate",
+            comm_in(*NCCL_METHODS),
+            "only NCCL's kernels hold SMs while they communicate (horovod-nccl, replicated-nccl, "
+            "ddp, fsdp, zero1-3)",
             ("comm",),
         ),
     ),
