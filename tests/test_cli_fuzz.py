@@ -185,6 +185,14 @@ HOSTILE = {
     "cpu-device": lambda: _calibration_with(
         device={**json.loads(VALID["calibration"])["device"], "catalog_id": "cpu"}
     ),
+    "absurd-network": lambda: json.dumps(
+        {
+            "schema": "ddlsim-network-calibration",
+            "schema_version": 1,
+            "cluster": {"inter_node": "ib-edr", "transport": "rdma"},
+            "terms": {"network": {"bandwidth_GBps": 1e308, "latency_us": 3.0}},
+        }
+    ).encode("utf-8"),
     "v100-log": lambda: (
         REPO / "traces" / "measured" / "collectives" / "logs" / "S15_all_reduce_perf.log"
     ).read_bytes(),
@@ -606,12 +614,16 @@ ISSUE_33 = [
      None),
     (9, ["predict", "--calibration", "<in0>"], _one("calibration", "half-batch", ".json"), NEW,
      2, "field 'batch_per_gpu' must be an integer, got 64.5"),
+    (9, ["predict", "--gpus", "16", "--network-calibration", "<in0>"],
+     _one("calibration", "absurd-network", ".json"), NEW, 2,
+     "terms.network.bandwidth_GBps must be a number in 0.001..1e+06 GB/s"),
     (10, ["predict", "--xla", "--fusion", "bn-act"], {}, NEW, 2, "--fusion contradicts --xla"),
     (10, ["predict", "--horovod-version", "0.99"], {}, NEW, 2, "no Horovod release 0.99"),
     (10, ["sweep", "--grid", "<in0>", "--serial", "-o", "<output>"],
      _one("grid", "key-twice", ".yaml"), ("new", ".csv"), 2, "'model' is given twice"),
     (10, ["calibrate", "network", "<in0>", "--gpu", "a100", "--inter-node", "efa", "-o",
-          "<output>"], _one("log", "v100-log", "_all_reduce_perf.log"), NEW, 2, "contradicts the logs"),
+          "<output>"], _one("log", "v100-log", "_all_reduce_perf.log"), NEW, 2,
+     "contradicts the logs"),
     (11, ["validate", "<in0>", "--json"], _one("runs", "long-cell"), NEW, 0,
      "a cell longer than 131,072 characters"),
     (12, ["predict", "--calibration", "<in0>"], _one("calibration", "no-layers", ".json"), NEW, 2,
