@@ -25,9 +25,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import io
 import json
 import os
+import re
 import signal
 import stat
 import tempfile
@@ -76,7 +78,7 @@ OUTPUTS = ("output", "plot")
 #: a file-name component longer than NAME_MAX (255), and a path longer than PATH_MAX (4096)
 LONG_NAME = "n" * 300
 #: the longest legal file-name component here (NAME_MAX): a name of it must be writable
-MAX_NAME = 250
+MAX_NAME = 255
 LONG_PATH = "/".join(["d" * 200] * 25)
 #: what each kind of input file holds when its values are absurd (the right schema)
 ABSURD = {
@@ -134,6 +136,67 @@ def _absurd_calibration() -> bytes:
 VALID["sweep"] = _sweep_csv()
 VALID["result"] = _result_json()
 VALID["parquet"] = _sweep_parquet(VALID["sweep"])
+
+
+def _runs_with(change) -> bytes:
+    """The small runs file, its rows changed by ``change(header, rows) -> rows``."""
+    header, *rows = list(csv.reader(io.StringIO(VALID["runs"].decode("utf-8"))))
+    text = io.StringIO()
+    csv.writer(text, lineterminator="\n").writerows([header, *change(header, rows)])
+    return text.getvalue().encode("utf-8")
+
+
+def _long_cell(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+    rows[1][header.index("note")] = "x" * 200_000  # past Python's csv field limit (131,072)
+    return rows
+
+
+def _one_configuration_many_times(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+    base, eight = rows[0], rows[1]  # a 1-GPU baseline and an 8-GPU row of it
+    return [base, *([f"{eight[0]}-{i}", *eight[1:]] for i in range(3_000))]
+
+
+def _calibration_with(**fields) -> bytes:
+    doc = json.loads(VALID["calibration"])
+    for key, value in fields.items():
+        if value is None:
+            del doc[key]
+        else:
+            doc[key] = value
+    return json.dumps(doc).encode("utf-8")
+
+
+#: the hostile tester's files of issue 33, by content (made only when a case asks for one)
+HOSTILE = {
+    "nan-total": lambda: (
+        (REPO / "traces" / "horovod" / "train_np2.log").read_bytes().replace(b"24.74 +-", b"nan +-")
+    ),
+    "wide-header": lambda: (
+        VALID["runs"].split(b"\n", 1)[0]
+        + b","
+        + b",".join(b"extra%d" % i for i in range(20_000))
+        + b"\n"
+    ),
+    "long-cell": lambda: _runs_with(_long_cell),
+    "one-configuration": lambda: _runs_with(_one_configuration_many_times),
+    "key-twice": lambda: b"model: alexnet\nmodel: resnet50\ngpus: [1, 2]\n",
+    "no-layers": lambda: _calibration_with(layers=None),
+    "half-batch": lambda: _calibration_with(batch_per_gpu=64.5),
+    "cpu-device": lambda: _calibration_with(
+        device={**json.loads(VALID["calibration"])["device"], "catalog_id": "cpu"}
+    ),
+    "absurd-network": lambda: json.dumps(
+        {
+            "schema": "ddlsim-network-calibration",
+            "schema_version": 1,
+            "cluster": {"inter_node": "ib-edr", "transport": "rdma"},
+            "terms": {"network": {"bandwidth_GBps": 1e308, "latency_us": 3.0}},
+        }
+    ).encode("utf-8"),
+    "v100-log": lambda: (
+        REPO / "traces" / "measured" / "collectives" / "logs" / "S15_all_reduce_perf.log"
+    ).read_bytes(),
+}
 
 
 def _sub_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
@@ -235,6 +298,15 @@ def _make_input(
     valid = VALID["parquet"] if kind == "sweep" and suffix == ".parquet" else VALID[kind]
     if content == "long":
         return folder / f"{name}{LONG_NAME}{suffix}"
+    if content == "dev-zero":  # endless, and not a regular file
+        return Path("/dev/zero")
+    if content == "huge":  # 50 GiB, sparse: reading it whole would take the memory
+        with open(path, "wb") as fh:
+            fh.truncate(50 << 30)
+        return path
+    if content in HOSTILE:
+        path.write_bytes(HOSTILE[content]())
+        return path
     if content == "missing":
         return path
     if content == "dir":
@@ -257,7 +329,7 @@ def _make_input(
 
 
 def _make_output(folder: Path, kind: str, extension: str) -> str:
-    if kind == "-":
+    if kind in ("-", "closed"):
         return "-"
     path = folder / f"out{extension}"
     if kind == "nodir":
@@ -282,12 +354,16 @@ def _make_output(folder: Path, kind: str, extension: str) -> str:
     return str(path)
 
 
-def _snapshot(folder: Path) -> dict[str, tuple[int, bytes | None]]:
+def _snapshot(folder: Path) -> dict[str, tuple[int, bytes | int | None]]:
+    """Each path's kind and content (a file over 16 MiB: its size and time, never read)."""
     out = {}
     for p in sorted(folder.rglob("*")):
-        mode = os.lstat(p).st_mode
-        data = p.read_bytes() if stat.S_ISREG(mode) else None
-        out[str(p.relative_to(folder))] = (stat.S_IFMT(mode), data)
+        info = os.lstat(p)
+        data = None
+        if stat.S_ISREG(info.st_mode):
+            big = info.st_size > 16 << 20
+            data = hash((info.st_size, info.st_mtime_ns)) if big else p.read_bytes()
+        out[str(p.relative_to(folder))] = (stat.S_IFMT(info.st_mode), data)
     return out
 
 
@@ -302,8 +378,16 @@ def _is_progress(line: str) -> bool:
     return not line.strip() or (line.startswith("[") and "configurations" in line)
 
 
-def check_invocation(argv, inputs, output, rng_bytes: bytes, monkeypatch, sig=None) -> int:
-    """Run one drawn invocation and check it; its exit code."""
+#: an exception's repr in a message ("KeyError('layers')"): say what is wrong in words instead
+EXCEPTION_REPR = re.compile(r"\b[A-Z]\w*(Error|Exception)\(")
+
+
+def check_invocation(
+    argv, inputs, output, rng_bytes: bytes, monkeypatch, sig=None, words: str | None = None
+) -> int:
+    """Run one drawn invocation and check it; its exit code. ``output`` ``("closed", "")``
+    runs it with standard output closed (``>&-``); ``words``, when given, must be in what it
+    printed."""
     with tempfile.TemporaryDirectory(prefix="ddlsim-fuzz-", dir=BASE_TMP) as tmp:
         folder = Path(tmp)
         scratch_tmp = folder / "tmp"
@@ -332,6 +416,8 @@ def check_invocation(argv, inputs, output, rng_bytes: bytes, monkeypatch, sig=No
             monkeypatch.setattr(os, "replace", replace_after_signal)
         err = io.StringIO()
         stdout = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # with .buffer, like sys.stdout
+        if output[0] == "closed":
+            stdout = None  # as Python starts with file descriptor 1 closed
         try:
             with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(err):
                 try:
@@ -347,6 +433,14 @@ def check_invocation(argv, inputs, output, rng_bytes: bytes, monkeypatch, sig=No
         _record(args, code, text, sig)
         assert code in EXIT_CODES, (args, code, text)
         assert "Traceback" not in text, (args, text)
+        assert "\r" not in text, (args, "a progress redraw on what is not a terminal")
+        assert not EXCEPTION_REPR.search(text), (args, text)
+        if words is not None:
+            printed = ""
+            if stdout is not None:
+                stdout.flush()
+                printed = stdout.buffer.getvalue().decode("utf-8", "replace")
+            assert words in text + printed, (args, words, text)
         assert code not in (130, 143) or sig is not None, (args, code, text)
         after = _snapshot(folder)
         assert not [p for p in after if p.endswith(".tmp")], (args, after)
@@ -481,3 +575,90 @@ def test_the_new_hostile_inputs_are_reached(argv, inputs, output, sig, code, mon
     """Whatever hypothesis draws, these cases run: a signal while writing (SIGTERM 143,
     SIGINT 130), absurd values in the right schema, names and paths too long."""
     assert check_invocation(argv, inputs, output, b"\x00\xff", monkeypatch, sig) == code
+
+
+def _one(kind: str, content: str, suffix: str = ".csv") -> dict[str, tuple[str, str, str]]:
+    return {"in0": (kind, content, suffix)}
+
+
+NEW = ("new", ".json")
+GPUS = [str(g) for g in range(1, 1001)]
+#: issue 33's defects, each as a case of the fuzz test: (item, argv, inputs, output, exit code,
+#: words it prints). Every case also meets the fuzz test's invariants (no traceback, no
+#: exception repr, no progress redraw off a terminal, one error line, nothing left behind) and
+#: ends within ISSUE_33_SECONDS: no hang.
+ISSUE_33 = [
+    (1, ["predict", "--calibration", "<in0>"], _one("calibration", "dev-zero"), NEW, 2,
+     "it is a character device"),
+    (1, ["validate", "<in0>"], _one("runs", "huge"), NEW, 2, "is too large: 51,200.0 MiB"),
+    (1, ["sweep", "--grid", "<in0>", "--serial", "-o", "<output>"], _one("grid", "huge", ".yaml"),
+     ("new", ".csv"), 2, "is too large"),
+    (2, ["validate", "<in0>"], _one("runs", "fifo"), NEW, 2, "it is a FIFO"),
+    (2, ["traces", "timeline-summary", "<in0>"], _one("timeline", "fifo", ".json"), NEW, 2,
+     "it is a FIFO"),
+    (3, ["traces", "import", "<in0>", "--gpu", "epyc-zen4-core"], _one("log", "nan-total", ".log"),
+     NEW, 2, "no usable throughput"),
+    (4, ["predict", "--gpus", "8", "--json"], {}, ("closed", ""), 2, "standard output is closed"),
+    (5, ["validate", "<in0>"], _one("runs", "wide-header"), NEW, 0, None),
+    (6, ["sweep", "--gpus", "1", "--max-configs", "1000001", "-o", "<output>"], {},
+     ("new", ".csv"), 2, "from 1 to 1,000,000"),
+    (6, ["sweep", "--gpus", *GPUS, "--batch", *GPUS, "--fusion-threshold-mb", *GPUS[:999],
+         "--cycle-time-ms", *GPUS, "--max-configs", "1000000", "-o", "<output>"], {},
+     ("new", ".csv"), 2, "999,000,000,000 configurations"),
+    (7, ["timeline", "--gpus", "16", "-o", "<output>"], {}, ("maxname", ".json"), 0, None),
+    (8, ["timeline", "--gpus", "16", "-o", "<output>"], {}, ("slash", ".json"), 2,
+     "ends in '/'"),
+    (9, ["validate", "<in0>", "--json"], _one("runs", "absurd"), NEW, 0,
+     "column 'images_per_sec' must be in 0.01..1e+13"),
+    (9, ["predict", "--calibration", "<in0>"], _one("calibration", "absurd", ".json"), NEW, 2,
+     None),
+    (9, ["predict", "--calibration", "<in0>"], _one("calibration", "half-batch", ".json"), NEW,
+     2, "field 'batch_per_gpu' must be an integer, got 64.5"),
+    (9, ["predict", "--gpus", "16", "--network-calibration", "<in0>"],
+     _one("calibration", "absurd-network", ".json"), NEW, 2,
+     "terms.network.bandwidth_GBps must be a number in 0.001..1e+06 GB/s"),
+    (10, ["predict", "--xla", "--fusion", "bn-act"], {}, NEW, 2, "--fusion contradicts --xla"),
+    (10, ["predict", "--horovod-version", "0.99"], {}, NEW, 2, "no Horovod release 0.99"),
+    (10, ["sweep", "--grid", "<in0>", "--serial", "-o", "<output>"],
+     _one("grid", "key-twice", ".yaml"), ("new", ".csv"), 2, "'model' is given twice"),
+    (10, ["calibrate", "network", "<in0>", "--gpu", "a100", "--inter-node", "efa", "-o",
+          "<output>"], _one("log", "v100-log", "_all_reduce_perf.log"), NEW, 2,
+     "contradicts the logs"),
+    (11, ["validate", "<in0>", "--json"], _one("runs", "long-cell"), NEW, 0,
+     "a cell longer than 131,072 characters"),
+    (12, ["predict", "--calibration", "<in0>"], _one("calibration", "no-layers", ".json"), NEW, 2,
+     "field 'layers' must be a list of layer rows, it is missing"),
+    (13, ["predict", "--model", "alexnet", "--calibration", "<in0>"],
+     _one("calibration", "bom", ".json"), NEW, 0, "throughput"),
+    (14, ["predict", "--model", "alexnet", "--calibration", "<in0>"],
+     _one("calibration", "cpu-device", ".json"), NEW, 2, "not in the device catalog"),
+    (15, ["predict", "--gpus", "8", "--intra-node", "none", "--json"], {}, NEW, 0,
+     "the 8 GPUs became 8 nodes x 1 GPU"),
+    (15, ["sweep", "--gpus", "8", "16", "--intra-node", "none", "--serial", "-o", "<output>"], {},
+     ("new", ".csv"), 0, "2 configuration(s), e.g. one GPU per node"),
+    (16, ["sweep", "--model", "alexnet", "--gpus", "1", "2", "4", "8", "--serial", "-o",
+          "<output>"], {}, ("new", ".csv"), 0, "4 configurations, 0 failed"),
+    (17, ["validate", "<in0>", "--json"], _one("runs", "one-configuration"), NEW, 0, None),
+    (18, ["calibrate", "--device", "cpu", "--model", "alexnet", "--batch", "2"], {}, NEW, 2,
+     "TensorFlow"),
+]  # fmt: skip
+#: the most any one case may take (a hang, or a read of 50 GiB, takes far longer)
+ISSUE_33_SECONDS = 30
+
+
+@pytest.mark.parametrize(
+    ("item", "argv", "inputs", "output", "code", "words"),
+    ISSUE_33,
+    ids=[f"item{case[0]}-{'-'.join(case[1][:2])}" for case in ISSUE_33],
+)
+def test_issue_33_defects_are_fuzz_cases(item, argv, inputs, output, code, words, monkeypatch):
+    """Issue 33's list, item by item, through the fuzz test's own check: one line and exit 2
+    for what is refused, the work done for what is not, nothing left behind, and no hang."""
+    start = time.monotonic()
+    got = check_invocation(argv, inputs, output, b"\x00\xff", monkeypatch, words=words)
+    assert got == code
+    assert time.monotonic() - start < ISSUE_33_SECONDS, (item, argv)
+
+
+def test_every_item_of_issue_33_has_a_fuzz_case():
+    assert {case[0] for case in ISSUE_33} == set(range(1, 19))

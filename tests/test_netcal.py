@@ -355,3 +355,27 @@ def test_a_gpu_that_contradicts_the_logs_is_refused(cli, tmp_path):
                        "-o", str(out))  # fmt: skip
     assert code == 2 and "--gpu v100 contradicts the logs, which ran on a100" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("scope", "key", "value", "text"),
+    [
+        ("network", "bandwidth_GBps", 1e308, "must be a number in 0.001..1e+06 GB/s"),
+        ("network", "bandwidth_per_nic_GBps", 5000.0, "must be a number in 0.001..1250 GB/s"),
+        ("network", "latency_us", -1.0, "must be a number in 0..1e+06 us"),
+        ("network", "latency_us", True, "got True"),
+        ("network", "bandwidth_GBps", 0, "must be a number in 0.001..1e+06 GB/s"),
+    ],
+)
+def test_a_term_outside_its_physical_range_refuses_the_file(
+    edr_cal, tmp_path, cli, scope, key, value, text
+):
+    """Issue 33, 9: a file's numbers are held to the flags' ranges (1e308 GB/s was taken)."""
+    doc = json.loads(edr_cal.read_text())
+    doc["terms"][scope][key] = value
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    argv = ["predict", "--gpus", "16", "--gpu", "v100", "--inter-node", "ib-edr"]
+    code, _, err = cli(*argv, "--network-calibration", str(bad))
+    assert code == 2 and f"terms.{scope}.{key} must be" in err and text in err
+    assert err.count("\n") == 1

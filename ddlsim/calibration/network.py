@@ -43,6 +43,16 @@ from ddlsim.system.specs import Cluster, Hop
 SCHEMA = "ddlsim-network-calibration"
 SCHEMA_VERSION = 1
 LIBRARIES = ("nccl", "mpi", "gloo")
+#: the physical range of each term a file may hold (issue 33, 9: a file's numbers are held to
+#: the ranges of the flags). A NIC: the stated-speed grammar's 1..10,000 Gb/s per adapter
+#: (:data:`ddlsim.system.network_speeds.SPEED_RANGE_GBPS`), widened below to 1 MB/s for what a
+#: fit of a slow TCP path can give; a node or a fabric: up to 1 PB/s (72 GPUs of NVLink 5's
+#: 1.8 TB/s are 130 TB/s); a hop's latency: up to 1 s (a fitted Gloo step is ~1 ms)
+TERM_RANGES = {
+    "bandwidth_GBps": (1e-3, 1e6, "GB/s"),
+    "bandwidth_per_nic_GBps": (1e-3, 10_000.0 / 8, "GB/s"),
+    "latency_us": (0.0, 1e6, "us"),
+}
 
 
 def load(path: str | Path) -> dict[str, Any]:
@@ -65,16 +75,15 @@ def load(path: str | Path) -> dict[str, Any]:
     for scope, entry in terms.items():
         if scope not in ("network", "intra") or not isinstance(entry, dict):
             raise CalibrationError(f"network calibration {p}: unknown term {scope!r}")
-        for key in ("bandwidth_GBps", "latency_us"):
+        for key, (low, high, unit) in TERM_RANGES.items():
             value = entry.get(key)
-            ok = value is None or (
-                isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if value is None or (number and math.isfinite(value) and low <= value <= high):
+                continue
+            raise CalibrationError(
+                f"network calibration {p}: terms.{scope}.{key} must be a number in "
+                f"{low:g}..{high:g} {unit} or null, got {value!r}"
             )
-            if not ok or (key == "bandwidth_GBps" and value == 0):
-                raise CalibrationError(
-                    f"network calibration {p}: terms.{scope}.{key} must be a positive number "
-                    f"or null, got {value!r}"
-                )
     doc["_path"] = str(p)
     return doc
 
