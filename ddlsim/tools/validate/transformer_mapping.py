@@ -135,8 +135,8 @@ def _row_skip(run: Run, options: ValidateOptions) -> RowPlan | None:
 
 def _comm(run: Run) -> tuple[str | None, str]:
     """predict's method for the row (None: not modelled) and a note."""
-    if run.is_single_gpu:
-        return "ddp", ""
+    if run.is_single_gpu:  # no exchange: a method of the row's framework (ddp is PyTorch's)
+        return ("ddp" if run.framework == "pytorch" else "horovod-nccl"), ""
     if run.comm == "other":
         if any(marker in run.note for marker in FLAT_ALLREDUCE):
             return "ddp", "comm 'other': a flat all-reduce of the gradients, predicted as ddp"
