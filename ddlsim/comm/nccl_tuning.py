@@ -117,3 +117,44 @@ def channel_share(
     protocol (the floor's sawtooth: one channel's share of time won or lost at each count)."""
     unit = channel_bytes(algorithm, protocol, n_ranks, bus_Bps)
     return max(1.0, min(float(channels), nbytes / unit))
+
+
+#: NCCL's empirical tree correction by size bucket (``treeCorrectionFactor``): bucket b covers
+#: [64 * 2**b, 64 * 2**(b+1)) bytes, 64 B to 256 MiB. The rows of NCCL 2.13 and later, read as
+#: the float table in the ``libnccl.so.2`` of the nvidia-nccl-cu11 2.13.4 / 2.14.3 and
+#: nvidia-nccl-cu12 2.16.5 / 2.25.1 / 2.26.2 wheels and in NCCL 2.29.7's ``tuning.cc`` (which
+#: adds a 24th bucket equal to the 23rd); LL and Simple are also 2.5-2.8's
+TREE_CORRECTION = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0,
+           1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9,
+              .9, .9, 1.0, 1.0),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7,
+               .8, .9, .9),
+}  # fmt: skip
+#: the LL128 row of NCCL 2.5-2.8's ``tuning.cc``: 2.13.4 (the oldest NCCL wheel on PyPI) has
+#: the row above; 2.9-2.12, unread, are costed with this one
+TREE_CORRECTION_LL128_OLD = (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6,
+                             .6, .7, .7, .8, .9, .9, .92, .92)  # fmt: skip
+TREE_CORRECTION_LL128_SINCE = (2, 13)
+
+
+def tree_correction(protocol: str, nbytes: float, release: tuple[int, int] | None = None) -> float:
+    """NCCL's empirical tree bandwidth factor for a call of ``nbytes``: its size buckets
+    (:data:`TREE_CORRECTION`) taken as samples of a smooth curve, each bucket's factor at the
+    bucket's geometric centre and linear in log2(size) between centres. NCCL's tuner reads the
+    bucket as a step; a measured bus bandwidth has no step at a power of two, and a stepped
+    factor makes a larger call faster than a smaller one at the step (a 64 MB call 9% slower
+    than a 64 MiB one on two nodes). No factor moves by 2x between neighbours, so the time
+    still grows with the size. The rows are those of NCCL ``release`` (``(major, minor)``;
+    None: the newest); only LL128's changed, between 2.8 and 2.13."""
+    table = TREE_CORRECTION[protocol]
+    if protocol == "LL128" and release is not None and release < TREE_CORRECTION_LL128_SINCE:
+        table = TREE_CORRECTION_LL128_OLD
+    x = math.log2(max(nbytes, 64.0) / 64.0) - 0.5  # bucket b's centre at x = b
+    if x <= 0:
+        return table[0]
+    if x >= len(table) - 1:
+        return table[-1]
+    lo = int(x)
+    return table[lo] + (x - lo) * (table[lo + 1] - table[lo])
