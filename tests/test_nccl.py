@@ -8,7 +8,6 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import make_cluster
 
 import ddlsim
 from ddlsim.comm.nccl import (
@@ -116,16 +115,6 @@ def test_tree_correction_is_lowest_for_medium_sizes() -> None:
         medium = min(tree_correction(p, 2.0**k) for k in range(16, 23))  # 64 KiB - 4 MiB
         assert 0.4 <= medium <= 0.6
         assert tree_correction(p, 64) >= 0.9 and tree_correction(p, 2**30) >= 0.9
-
-
-def test_tree_correction_is_the_releases_own() -> None:
-    """LL128's row changed between 2.8 and 2.13 (0.5 -> 0.6 at 512 KiB - 1 MiB); LL's did not."""
-    centre = 64 * 2**13.5  # bucket 13's geometric centre
-    assert tree_correction("LL128", centre, (2, 8)) == pytest.approx(0.5)
-    assert tree_correction("LL128", centre, (2, 13)) == pytest.approx(0.6)
-    assert tree_correction("LL128", centre) == pytest.approx(0.6)  # None: the newest
-    assert tree_correction("LL", centre, (2, 8)) == tree_correction("LL", centre)
-    assert Topology.of(make_cluster(16, 8), V214).release == (2, 14)
 
 
 def test_versions_offer_what_they_had() -> None:

@@ -34,7 +34,6 @@ from functools import lru_cache
 
 from ddlsim.comm import nccl_nvls as nvls
 from ddlsim.comm import nccl_tuning as tuning
-from ddlsim.comm.nccl_tuning import tree_correction
 from ddlsim.errors import ConfigError, UnknownNameError
 from ddlsim.system.specs import Cluster
 
@@ -76,6 +75,16 @@ MIN_INTRA_HOP_MULTINODE_US = 1.0
 PROTOCOL_BANDWIDTH = {"LL": 0.5, "LL128": 0.92, "Simple": 1.0}
 TREE_EFFICIENCY = 0.92
 TREE_LL_FACTOR = 1 / 3.8
+#: NCCL's empirical tree correction by size bucket: bucket b covers [64 * 2**b, 64 * 2**(b+1))
+#: bytes, 64 B to 256 MiB (NCCL 2.5-2.8 tuning.cc)
+TREE_CORRECTION = {
+    "LL": (1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0,
+           1.0, 1.0, 1.0),
+    "LL128": (1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .5, .6, .6, .7, .7, .8,
+              .9, .9, .92, .92),
+    "Simple": (.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7,
+               .8, .9, .9),
+}  # fmt: skip
 #: evidence that a two-node tree loads each NIC with S, not 2S, each way: measured nccl-tests
 #: bus bandwidths of about 1.9x the NICs' rate on two nodes (traces/measured/collectives:
 #: p4d EFA S06 57 GB/s on 4 x 100 Gb/s, NCCL 2.9.9; GCP A3 Mega S01 339 GB/s on 8 x 200 Gb/s;
@@ -153,7 +162,6 @@ class Topology:
     net_Bps: float = math.inf  # the node's NICs together (inf: no network)
     intra_Bps: float = math.inf  # the intra-node fabric per GPU (inf: one GPU per node)
     nvls: bool = False  # the intra-node fabric reduces and multicasts in the switch (NVLS)
-    version: NcclVersion | None = None  # whose tables (tree correction) apply; None: newest
 
     @classmethod
     def of(cls, cluster: Cluster, version: NcclVersion | None = None) -> Topology:
@@ -181,13 +189,7 @@ class Topology:
             net_Bps=net_Bps,
             intra_Bps=c.intra.bandwidth_Bps if c.local_gpus > 1 and c.intra else math.inf,
             nvls=c.nvls and c.local_gpus > 1,
-            version=version,
         )
-
-    @property
-    def release(self) -> tuple[int, int] | None:
-        """``(major, minor)`` of the NCCL whose tables apply (None: the newest)."""
-        return None if self.version is None else (self.version.major, self.version.minor)
 
     @property
     def volta_or_later(self) -> bool:
@@ -315,6 +317,24 @@ def ring_bandwidth_s(
     return rounds * (n - 1) / n * nbytes / ring_bus_Bps(topo, protocol, used)
 
 
+def tree_correction(protocol: str, nbytes: float) -> float:
+    """NCCL's empirical tree bandwidth factor for a call of ``nbytes``: its size buckets
+    (:data:`TREE_CORRECTION`) taken as samples of a smooth curve, each bucket's factor at the
+    bucket's geometric centre and linear in log2(size) between centres. NCCL's tuner reads the
+    bucket as a step; a measured bus bandwidth has no step at a power of two, and a stepped
+    factor makes a larger call faster than a smaller one at the step (a 64 MB call 9% slower
+    than a 64 MiB one on two nodes). No factor moves by 2x between neighbours, so the time
+    still grows with the size."""
+    table = TREE_CORRECTION[protocol]
+    x = math.log2(max(nbytes, 64.0) / 64.0) - 0.5  # bucket b's centre at x = b
+    if x <= 0:
+        return table[0]
+    if x >= len(table) - 1:
+        return table[-1]
+    lo = int(x)
+    return table[lo] + (x - lo) * (table[lo + 1] - table[lo])
+
+
 def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float, used: float = 0) -> float:
     """Bandwidth term of a tree allreduce: NCCL's ``min(0.92 bus, channels x cap) / 2`` (an
     interior node of the double binary tree moves 2S through its NIC each way: S/2 from each
@@ -337,7 +357,7 @@ def tree_bandwidth_s(topo: Topology, protocol: str, nbytes: float, used: float =
     elif protocol == "LL128":
         frac = tuning.TREE_LL128_FRACTION["one_node" if nodes == 1 else "multi_node"]
         algo = min(algo * frac, ch * tuning.tree_per_channel_Bps(arch, nodes, "LL128") / 2)
-    return nbytes / (algo * tree_correction(protocol, nbytes, topo.release))
+    return nbytes / (algo * tree_correction(protocol, nbytes))
 
 
 def cost(
