@@ -54,6 +54,15 @@ def test_ring_pays_the_network_only_on_its_node_crossings() -> None:
     assert ring_latency_s(t, "LL", 1e3) == pytest.approx(expected * US)
 
 
+def test_one_gpu_per_node_rings_pay_the_trees_network_hop() -> None:
+    """ppn = 1: every step crosses the network, fully exposed (tuning.cc: the tree's row)."""
+    t = topo(n_ranks=4, local=1)  # 4 nodes of one GPU
+    for p in ("LL", "LL128"):
+        net = HOP_LATENCY_US["network"]["tree"][p] + 3.0
+        expected = BASE_LATENCY_US["ring"][p] + 2 * 3 * net
+        assert ring_latency_s(t, p, 1e3) == pytest.approx(expected * US)
+
+
 def test_simple_flushes_once_more_and_pays_the_plateau_on_multinode_rings() -> None:
     t = topo(n_ranks=64, local=8)
     net = HOP_LATENCY_US["network"]["ring"]["Simple"] + 2 * 3.0

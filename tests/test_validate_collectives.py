@@ -12,6 +12,7 @@ import ddlsim
 from ddlsim.tools.validate.collectives import (
     CollectiveResult,
     forced_algorithm,
+    forced_protocol,
     read_collectives,
     validate_collectives,
 )
@@ -88,6 +89,20 @@ def test_forced_algorithm_from_the_note():
     assert forced_algorithm("ring forced (NCCL_TREE_THRESHOLD=0); x") == "ring"
     assert forced_algorithm("NCCL_ALGO=Tree forced") == "tree"
     assert forced_algorithm("default algo") == "auto"
+
+
+def test_forced_protocol_from_the_note():
+    assert forced_protocol("NCCL_ALGO=Ring NCCL_PROTO=Simple NCCL_MIN/MAX_NCHANNELS=8") == "Simple"
+    assert forced_protocol("NCCL_PROTO=ll128") == "LL128"
+    assert forced_protocol("NCCL_PROTO=Simple,LL128") == "auto"  # NCCL still chooses
+    assert forced_protocol("default algo") == "auto"
+
+
+def test_a_forced_protocol_is_the_one_the_rows_run_with():
+    modern = read_collectives(CSV.with_name("nccl_tests_modern.csv"))
+    rows = [r for r in modern if r.setup_id.startswith("S60_")]
+    labels = {r.label.get("protocol") for r in validate_collectives(rows)}
+    assert labels == {"Simple"}
 
 
 def test_the_cli_reports_setups_bands_and_skips(cli):

@@ -243,7 +243,10 @@ class Choice:
 
 
 def _net_hop_s(topo: Topology, algorithm: str, protocol: str) -> float:
-    hop = HOP_LATENCY_US["network"][algorithm][protocol] * 1e-6
+    """One network crossing: the hop's latency (one GPU per node: the tree's, whatever the
+    algorithm; tuning.cc: "with ppn=1 latencies are fully exposed") + the transport's."""
+    row = "tree" if topo.local == 1 else algorithm
+    hop = HOP_LATENCY_US["network"][row][protocol] * 1e-6
     flushes = 2 if protocol == "Simple" else 1
     return hop + flushes * topo.transport_latency_s
 

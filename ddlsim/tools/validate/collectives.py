@@ -7,7 +7,7 @@
 with the communication model ``predict`` uses, from the same resolvers: the cluster from the
 system wing (:func:`ddlsim.resolve.system.resolve_system`, NCCL's transport), the model from
 the execution wing (:func:`ddlsim.resolve.execution.resolve_comm`: ``horovod-nccl``, the row's
-NCCL version and, where the note forces one, ``NCCL_ALGO``).
+NCCL version and, where the note forces them, ``NCCL_ALGO`` and ``NCCL_PROTO``).
 
 The cells are prose as sources write them; :mod:`ddlsim.tools.netcal.names` maps what they
 determine onto the catalog and every other setup is skipped with the reason. The measured time
@@ -229,6 +229,21 @@ def forced_algorithm(note: str) -> str:
     return "auto"
 
 
+def forced_protocol(note: str) -> str:
+    """The one NCCL protocol a row's note says was forced (``NCCL_PROTO=Simple``: the run's
+    own environment, e.g. Google's GPUDirect-TCPX configuration files that the A3 High rows
+    quote); ``auto`` where the note forces none or a list of several (NCCL then still chooses
+    among those, which one model protocol cannot say)."""
+    proto = re.search(r"NCCL_PROTO=([\w,^]+)", note)
+    if proto is None:
+        return "auto"
+    return PROTOCOL_NAMES.get(proto[1].lower(), "auto")
+
+
+#: ``NCCL_PROTO`` values (NCCL parses them case-insensitively) -> the model's protocol names
+PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+
+
 def map_setup(row: CollectiveRow) -> Setup:
     """The cluster's and the model's settings (:func:`comm_model`) for a row's hardware, or
     why the row's hardware has no catalog configuration."""
@@ -279,6 +294,7 @@ def map_setup(row: CollectiveRow) -> Setup:
         "nics_per_node": nics or 1,
         "nccl_version": str(NcclVersion.parse(version)),
         "algorithm": forced_algorithm(row.note),
+        "nccl_protocol": forced_protocol(row.note),
     }
     if nodes > 1 and nics is None:
         notes.append("nics_per_node not stated: 1 assumed")
@@ -331,7 +347,10 @@ def comm_model(setup: dict[str, Any], network_calibration: Any = None) -> Any:
     )
     cluster = resolve_system(system, setup["gpu"], nccl=True, network=network_calibration)
     strategy = Strategy(
-        comm="fsdp", nccl_version=setup["nccl_version"], algorithm=setup["algorithm"]
+        comm="fsdp",
+        nccl_version=setup["nccl_version"],
+        algorithm=setup["algorithm"],
+        nccl_protocol=setup.get("nccl_protocol", "auto"),
     )
     return resolve_comm(strategy, cluster)
 
