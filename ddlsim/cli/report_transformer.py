@@ -27,13 +27,18 @@ DISPATCH_WORDS = {
 
 
 def _dispatch_words(n: dict[str, Any]) -> str:
-    """``, eager dispatch (GPU waits on the host 43 % of the time)``: how the kernels are
-    dispatched and, in PyTorch's eager mode, the share of the time the GPU waits on the host."""
+    """``, eager dispatch (GPU waits on the host 43 % of forward and backward)``: how the
+    kernels are dispatched and, in PyTorch's eager mode, the share of the forward and backward
+    the GPU waits on the host."""
     dispatch = n.get("dispatch")
     if dispatch not in DISPATCH_WORDS:
         return ""
     bound = n.get("host_bound_fraction") or 0.0
-    share = f" (GPU waits on the host {100 * bound:.0f} % of the time)" if bound >= 0.005 else ""
+    share = (
+        f" (GPU waits on the host {100 * bound:.0f} % of forward and backward)"
+        if bound >= 0.005
+        else ""
+    )
     return f", {DISPATCH_WORDS[dispatch]}{share}"
 
 
