@@ -165,6 +165,7 @@ def _outside(knob):
         "task": ({"resolved_model": "resnet50"}, "span"),
         "train_tokens": ({"resolved_model": "resnet50"}, 1e9),
         "loss_kernel": ({"resolved_model": "resnet50"}, "fused"),
+        "cuda_graphs": ({"framework": "tensorflow", "comm": "horovod-nccl"}, True),
         "epochs": ({"resolved_model": "bert-base"}, 3.0),
         "dataset_images": ({"resolved_model": "bert-base"}, 1000),
     }

@@ -12,9 +12,10 @@ the ``K - 1`` additions of a micro-step's gradient into the accumulated one
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ddlsim.calibration.profile import LayerTiming, ModelProfile
+from ddlsim.compute.dispatch import host_s
 from ddlsim.compute.gemm import default_gemm_model
 from ddlsim.compute.transformer_ops import flash_version, stream_Bps
 from ddlsim.compute.transformer_step import BlockTime, Numerics, block_time
@@ -79,19 +80,25 @@ def optimizer_step_s(
     optimizer: str,
     mixed: bool,
     kernels: str = "fused",
+    dispatch: str = "graph-executor",
 ) -> float:
     """Seconds of one optimizer step over ``n_params`` parameters in ``n_tensors`` tensors.
     ``fused`` (PyTorch's foreach / fused optimizers, apex's FusedAdam and FusedLAMB): its state
     read and written once at the DRAM roof, one multi-tensor launch per 64 tensors; ``per-tensor``
-    (:data:`PER_TENSOR_OPS`): every op a pass over each tensor, a launch each."""
+    (:data:`PER_TENSOR_OPS`): every op a pass over each tensor, a launch each. Under PyTorch's
+    ``eager`` dispatch each launch is an op the Python thread dispatches: the step takes at
+    least their host time (:mod:`ddlsim.compute.dispatch`)."""
     m = default_gemm_model()
     bandwidth = stream_Bps(device, m)
     if kernels == "per-tensor":
         ops, per_param = PER_TENSOR_OPS[optimizer]
-        return ops * n_tensors * m.stream_launch_s + n_params * per_param / bandwidth
-    moved = n_params * optimizer_bytes_per_param(optimizer, mixed)
-    launches = -(-n_tensors // 64)
-    return launches * m.stream_launch_s + moved / bandwidth
+        launches = ops * n_tensors
+        gpu_s = launches * m.stream_launch_s + n_params * per_param / bandwidth
+    else:
+        moved = n_params * optimizer_bytes_per_param(optimizer, mixed)
+        launches = -(-n_tensors // 64)
+        gpu_s = launches * m.stream_launch_s + moved / bandwidth
+    return max(gpu_s, host_s(launches, model=m)) if dispatch == "eager" else gpu_s
 
 
 @dataclass(frozen=True)
@@ -106,10 +113,14 @@ class Step:
     optimizer: str = "adam"
     mixed: bool = True
     optimizer_kernels: str = "fused"
+    #: how the kernels are dispatched (:data:`~ddlsim.compute.dispatch.DISPATCHES`; eager:
+    #: each stage at least its ops' host time)
+    dispatch: str = "graph-executor"
 
 
 def _stages(cfg: TransformerConfig, step: Step, device: DeviceSpec) -> dict[str, BlockTime]:
-    """Forward and backward time of each kind of stage."""
+    """Forward and backward time of each kind of stage: its kernels (and the ops the host
+    dispatches)."""
     b, s, n = step.batch, step.seq, step.numerics
     tokens = b * s
     shape = (b, cfg.heads, s, cfg.head_dim)
@@ -127,8 +138,13 @@ def _stages(cfg: TransformerConfig, step: Step, device: DeviceSpec) -> dict[str,
 
         extra = [gemm_s(g, device, n.gemm_precision) for g in convs]
         e = out["embedding"]
-        out["embedding"] = BlockTime(
-            e.fwd_s + sum(f for f, _ in extra), e.bwd_s + sum(b_ for _, b_ in extra), e.fwd_flops
+        out["embedding"] = replace(
+            e,
+            fwd_s=e.fwd_s + sum(f for f, _ in extra),
+            bwd_s=e.bwd_s + sum(b_ for _, b_ in extra),
+            fwd_ops=e.fwd_ops + len(convs),
+            bwd_ops=e.bwd_ops + len(convs),
+            bwd_extra_kernels=e.bwd_extra_kernels + len(convs),
         )
     if cfg.decoder_layers:
         dec = block(cfg, b, s, decoder=True, flash=n.flash)
@@ -141,13 +157,19 @@ def transformer_profile(
 ) -> ModelProfile:
     """The calibration ``spec`` (:func:`~ddlsim.workload.transformers.spec.transformer_spec`)
     of ``cfg`` gets on ``device`` for ``step``: per stage, the per-layer model's times."""
-    stages = _stages(cfg, step, device)
+    kernels = _stages(cfg, step, device)
+    stages = kernels
+    if step.dispatch == "eager":  # each stage at least the host's dispatch of its ops
+        stages = {name: t.eager() for name, t in kernels.items()}
     rows: list[LayerTiming] = []
+    kernels_s = 0.0
     for layer in spec.layers:
         if layer.name == MICRO_STEPS:
             continue
-        t = stages[layer.name.split("/")[0]]
+        kind = layer.name.split("/")[0]
+        t = stages[kind]
         rows.append(LayerTiming(layer.name, t.fwd_s, t.bwd_s, layer.grad_bytes("fp32")))
+        kernels_s += kernels[kind].fwd_s + kernels[kind].bwd_s
     one_step_s = sum(r.fwd_time_s + r.bwd_time_s for r in rows)
     if spec.layers[0].name == MICRO_STEPS:
         # each micro-step but the first adds its gradient into the accumulated one
@@ -155,7 +177,7 @@ def transformer_profile(
         rows.insert(0, LayerTiming(MICRO_STEPS, accum_s, 0.0, 0))
     opt_s = optimizer_step_s(
         spec.n_params, len(spec.tensors), device, step.optimizer, step.mixed,
-        step.optimizer_kernels,
+        step.optimizer_kernels, step.dispatch,
     )  # fmt: skip
     sum_s = sum(r.fwd_time_s + r.bwd_time_s for r in rows)
     n = step.numerics
@@ -171,6 +193,9 @@ def transformer_profile(
             "fused_softmax": n.fused_softmax,
             "fused_loss": n.fused_loss,
             "activation_checkpointing": n.checkpointing,
+            "dispatch": step.dispatch,
+            # the share of the forward and backward the GPU waits on the host's dispatch
+            "host_bound_fraction": round(1.0 - kernels_s / one_step_s, 4) if one_step_s else 0.0,
         },
         "seq_len": step.seq,
         "grad_accum": step.grad_accum,

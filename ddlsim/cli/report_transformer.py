@@ -17,6 +17,31 @@ MEMORY_PARTS = (
 )
 
 
+#: how the kernels reach the GPU (:data:`ddlsim.compute.dispatch.DISPATCHES`), in words
+DISPATCH_WORDS = {
+    "eager": "eager dispatch",
+    "cuda-graphs": "CUDA graphs",
+    "graph-executor": "graph executor",
+    "xla": "XLA",
+}
+
+
+def _dispatch_words(n: dict[str, Any]) -> str:
+    """``, eager dispatch (GPU waits on the host 43 % of forward and backward)``: how the
+    kernels are dispatched and, in PyTorch's eager mode, the share of the forward and backward
+    the GPU waits on the host."""
+    dispatch = n.get("dispatch")
+    if dispatch not in DISPATCH_WORDS:
+        return ""
+    bound = n.get("host_bound_fraction") or 0.0
+    share = (
+        f" (GPU waits on the host {100 * bound:.0f} % of forward and backward)"
+        if bound >= 0.005
+        else ""
+    )
+    return f", {DISPATCH_WORDS[dispatch]}{share}"
+
+
 def transformer_lines(inputs: dict[str, Any]) -> list[str]:
     """The section's lines (none for a CNN)."""
     t = inputs.get("transformer")
@@ -39,7 +64,8 @@ def transformer_lines(inputs: dict[str, Any]) -> list[str]:
         f"    numerics      GEMMs {n.get('gemm_precision')}, activations "
         f"{n.get('pass_precision')}, {attention}"
         + (", activation checkpointing" if n.get("activation_checkpointing") else "")
-        + (", fused loss" if n.get("fused_loss") else ""),
+        + (", fused loss" if n.get("fused_loss") else "")
+        + _dispatch_words(n),
         f"    optimizer     {t['optimizer']}",
         f"    memory / GPU  {mem['total_GB']:.1f} GB of {mem['capacity_GB']:.1f} GB",
     ]

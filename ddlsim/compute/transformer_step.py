@@ -18,10 +18,11 @@ fp16 or bf16 under mixed precision, bf16 beside fp8 GEMMs as Transformer Engine 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ddlsim.compute.dispatch import EXTRA_BACKWARD_KERNELS, host_s
 from ddlsim.compute.gemm import gemm_time_s
-from ddlsim.compute.transformer_ops import flash_attention_s, memory_op_s
+from ddlsim.compute.transformer_ops import flash_attention_s, memory_op_s, op_kernels
 from ddlsim.system.specs import DeviceSpec
 from ddlsim.workload.transformers.structure import Block, Gemm, MemoryPass
 
@@ -59,12 +60,33 @@ class Numerics:
 
 @dataclass(frozen=True)
 class BlockTime:
-    """Seconds of one block's forward and backward (the backward with its recompute), and
-    the forward GEMM FLOPs it does."""
+    """Seconds of one block's forward and backward (the backward with its recompute), the
+    forward GEMM FLOPs it does, and what the host dispatches (:mod:`ddlsim.compute.dispatch`):
+    the forward's ops, the backward's ops (autograd nodes, and the recompute's forward ops) and
+    the backward's kernels beyond a node's first."""
 
     fwd_s: float
     bwd_s: float
     fwd_flops: float
+    fwd_ops: int = 0
+    bwd_ops: int = 0
+    bwd_extra_kernels: int = 0
+
+    def host_fwd_s(self) -> float:
+        """Host seconds of dispatching the forward in PyTorch's eager mode."""
+        return host_s(self.fwd_ops)
+
+    def host_bwd_s(self) -> float:
+        """Host seconds of the backward's nodes and kernels in PyTorch's eager mode."""
+        return host_s(self.bwd_ops, self.bwd_extra_kernels)
+
+    def eager(self) -> BlockTime:
+        """The stage under PyTorch's eager dispatch: each direction at least its host time."""
+        return replace(
+            self,
+            fwd_s=max(self.fwd_s, self.host_fwd_s()),
+            bwd_s=max(self.bwd_s, self.host_bwd_s()),
+        )
 
 
 def _pass_op(p: MemoryPass, gated: bool, norm: str, fused_loss: bool = False) -> str:
@@ -138,17 +160,25 @@ def block_time(
     rows. ``attention`` = (sequences, heads, sequence length, head dim) for FlashAttention."""
     flash = numerics.flash and attention is not None
     fwd = bwd = 0.0
+    ops = extra = 0  # forward ops (= backward nodes); backward kernels beyond a node's first
     for g in blk.gemms:
         if flash and g.name in FLASH_GEMMS:
             continue
         f, b = gemm_s(g, device, numerics.gemm_precision)
         fwd, bwd = fwd + f, bwd + b
+        ops, extra = ops + 1, extra + 1  # backward: data and weight gradients
     for p in blk.passes:
         if (flash and p.name in FLASH_PASSES) or (p.eager and numerics.fused_softmax):
             continue
         f, b = pass_s(p, tokens, device, numerics, gated=gated, norm=norm)
+        if f == b == 0.0:  # no op (a cast with nothing to cast from)
+            continue
         fwd, bwd = fwd + f, bwd + b
+        op = _pass_op(p, gated, norm, numerics.fused_loss)
+        ops += op_kernels(op, numerics.fused_softmax or op != "softmax")
+        extra += EXTRA_BACKWARD_KERNELS.get(op, 0)
     if flash:
+        ops += 1
         assert attention is not None
         seqs, heads, seq, head_dim = attention
         kw = {"causal": numerics.causal, "version": numerics.flash_version}
@@ -157,6 +187,8 @@ def block_time(
         bwd += flash_attention_s(
             seqs, heads, seq, head_dim, device, precision, direction="bwd", **kw
         )
+    bwd_ops = ops
     if numerics.checkpointing:
         bwd += fwd  # the block's forward runs again before its backward
-    return BlockTime(fwd, bwd, float(blk.flops))
+        bwd_ops += ops
+    return BlockTime(fwd, bwd, float(blk.flops), ops, bwd_ops, extra)

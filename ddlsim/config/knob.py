@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddlsim.comm import HOROVOD_METHODS
+from ddlsim.comm import HOROVOD_METHODS, SHARDED_METHODS
 from ddlsim.comm.nccl import (
     NcclVersion,
 )
@@ -239,6 +239,16 @@ DETAILED = ("engine",)
 #: a knob of the transformer model alone (a CNN's job ignores it)
 TRANSFORMERS_ONLY = Applies(
     lambda c: bool(c.get("transformer", True)), "it applies to transformer models", ("model",)
+)
+#: a knob of PyTorch's dispatch of a transformer's kernels (DDP, FSDP and ZeRO run PyTorch)
+PYTORCH_TRANSFORMERS = Applies(
+    lambda c: (
+        bool(c.get("transformer", True))
+        and (c.get("framework") == "pytorch" or c.get("comm") in ("ddp", *SHARDED_METHODS))
+        and c.get("fusion") != "xla"
+    ),
+    "it applies to transformer models in PyTorch without XLA",
+    ("model", "framework", "comm"),
 )
 #: a knob of a CNN's epochs alone (a transformer's time to train counts tokens)
 CNNS_ONLY = Applies(

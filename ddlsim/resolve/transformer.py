@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ddlsim.calibration.transformer import Step, transformer_profile
+from ddlsim.compute.dispatch import dispatch_of
 from ddlsim.compute.gemm import check_precision
 from ddlsim.compute.stack import Stack
 from ddlsim.compute.transformer_ops import flash_version
@@ -90,7 +91,8 @@ def resolve_transformer_compute(
     if kernels == "auto":  # TensorFlow's Python optimizers: an op per term per variable
         kernels = "per-tensor" if x.framework == "tensorflow" else "fused"
     step = Step(strategy.batch_per_gpu, cfg.seq, x.grad_accum, numerics, optimizer,
-                mixed=strategy.precision != "fp32", optimizer_kernels=kernels)  # fmt: skip
+                mixed=strategy.precision != "fp32", optimizer_kernels=kernels,
+                dispatch=dispatch_of(x.framework, x.fusion, x.cuda_graphs))  # fmt: skip
     # a sharded method's DAG unrolls its micro-steps; the others fold K - 1 into one stage
     spec = transformer_spec(cfg, cfg.seq, x.grad_accum > 1 and strategy.micro_steps == 1)
     need = step_memory(cfg, step.batch, w, x, device, strategy, numerics, spec,

@@ -1,5 +1,5 @@
 """The execution knobs of a transformer's step: accumulation, recomputation, attention and
-optimizer kernels (rows of :mod:`ddlsim.config.knobs`, in the execution group after
+optimizer kernels, CUDA graphs (rows of :mod:`ddlsim.config.knobs`, in the execution group after
 :mod:`ddlsim.config.table.execution`)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from ddlsim.config.knob import (
     FLASH_VERSIONS,
     LOSS_KERNELS,
     MAX_GRAD_ACCUM,
+    PYTORCH_TRANSFORMERS,
     TRANSFORMERS_ONLY,
     Knob,
 )
@@ -95,5 +96,18 @@ ROWS: tuple[Knob, ...] = (
         check=Vocabulary("loss kernel", lambda: LOSS_KERNELS),
         choices=lambda: LOSS_KERNELS,
         applies=TRANSFORMERS_ONLY,
+    ),
+    Knob(
+        "cuda_graphs",
+        "execution",
+        False,
+        "bool",
+        "--cuda-graphs",
+        "replay a PyTorch transformer's step as CUDA graphs (torch.cuda.graphs, torch.compile's "
+        "reduce-overhead mode, Megatron's and NeMo's CUDA-graph option): one host launch a "
+        "step, so no stage waits on the host; off (the default), eager PyTorch dispatches "
+        "every op from Python and a stage takes at least its ops x 23 us of host time",
+        switch=True,
+        applies=PYTORCH_TRANSFORMERS,
     ),
 )
