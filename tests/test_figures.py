@@ -336,3 +336,14 @@ def test_kernels_plot_of_one_gpu_keeps_its_title(tmp_path):
     fig = kernels_figure(results, str(csv))
     assert overlaps(fig) == [] and off_canvas(fig) == []
     assert min(fig.get_size_inches()) >= 5.5
+
+
+def test_validate_figures_give_every_comm_value_its_own_colour() -> None:
+    """Each method, a 1-GPU row ("single"), an unmodelled method ("other") and an empty cell
+    are told apart in the scatter's legend: no two share a colour."""
+    from ddlsim.comm import METHODS
+    from ddlsim.tools.validate.plot import OTHER_COMMS, _colours
+
+    colours = _colours()
+    assert set(colours) == {*METHODS, *OTHER_COMMS}
+    assert len(set(colours.values())) == len(colours)

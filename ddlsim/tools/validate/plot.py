@@ -71,9 +71,19 @@ def worst_families(
     return fams[:n], len(fams)
 
 
+#: what a row's ``comm`` may say besides a method: a 1-GPU row, a method ddlsim does not model,
+#: nothing
+OTHER_COMMS = ("single", "other", "(comm not stated)")
+
+
 def _colours() -> dict[str, str]:
-    palette = [f"C{i}" for i in range(10)]
-    return {m: palette[i % 10] for i, m in enumerate(COMM_METHODS)}
+    """One colour per method and per :data:`OTHER_COMMS` value, none shared (matplotlib's 20
+    ``tab20`` colours; more values than that would cycle)."""
+    from matplotlib import colormaps
+
+    palette = colormaps["tab20"].colors
+    keys = (*COMM_METHODS, *OTHER_COMMS)
+    return {m: palette[(2 * i) % 20 + (2 * i) // 20 % 2] for i, m in enumerate(keys)}
 
 
 def plot_validation(
