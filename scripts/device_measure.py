@@ -803,6 +803,13 @@ def measure(args: argparse.Namespace) -> int:
     run = Run(torch, args)
     info = machine(run)
     todo = sections(run)
+    if args.only:
+        wanted = set(args.only.split(","))
+        unknown = wanted - {name for name, _, _ in todo}
+        if unknown:
+            raise SystemExit(f"--only: unknown section(s) {', '.join(sorted(unknown))}; "
+                             f"valid: {', '.join(name for name, _, _ in todo)}")  # fmt: skip
+        todo = [t for t in todo if t[0] in wanted]
     shares = [s for _, s, _ in todo]
     for i, (name, share, body) in enumerate(todo):
         run.budget.open_section(share, sum(shares[i:]))
@@ -866,6 +873,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--budget-s", type=float, default=420.0, help="seconds to spend (420)")
     p.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU (a format test)")
     p.add_argument("--gpu", default=None, help="the gpu column (default: from the device name)")
+    p.add_argument("--only", metavar="A,B", help="run only these sections (machine.json names)")
     p.add_argument("--check", metavar="DIR", help="run ddlsim kernels on a finished folder")
     p.add_argument("--held-out", action="store_true", help="--check: also leave one GPU out")
     args = p.parse_args(argv)

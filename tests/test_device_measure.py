@@ -40,7 +40,7 @@ def smoke(tmp_path_factory) -> Path:
     predicts its rows (the CPU is in no catalog)."""
     pytest.importorskip("torch")
     out = tmp_path_factory.mktemp("device")
-    rc = _script().main(["--smoke", "--out", str(out), "--budget-s", "30", "--gpu", "h100"])
+    rc = _script().main(["--smoke", "--out", str(out), "--budget-s", "120", "--gpu", "h100"])
     assert rc == 0
     return out
 
