@@ -668,6 +668,8 @@ def step_section(run: Run) -> None:
     else:
         dims = {"layers": 12, "d": 768, "heads": 12, "seq": 1024, "vocab": 50304}
         batches = (8, 1, 4, 16, 2)
+    config = gpt_config(**dims)
+    (run.out / "gpt_config.json").write_text(json.dumps(config, indent=2) + "\n")
     modes = ("eager", "cuda_graph") if run.cuda else ("eager",)
     for mode in modes:
         for mb in batches:
@@ -677,6 +679,57 @@ def step_section(run: Run) -> None:
                 step_one(run, dims, mb, mode)
             except Exception as exc:  # recorded, the next one runs
                 run.fail(f"step {mode} micro-batch {mb}", exc)
+
+
+def gpt_config(layers: int, d: int, heads: int, seq: int, vocab: int) -> dict[str, object]:
+    """:func:`gpt_model` as a ``ddlsim predict --model-config`` file."""
+    return {
+        "name": f"ddlsim-device-gpt-{layers}x{d}", "layers": layers, "hidden": d,
+        "heads": heads, "kv_heads": heads, "ffn": 4 * d, "ffn_kind": "gelu", "vocab": vocab,
+        "max_positions": seq, "seq_len": seq, "position": "learned", "norm": "layernorm",
+        "norm_placement": "pre", "final_norm": True, "bias": True, "tie_embeddings": True,
+        "causal": True, "dropout": 0.0,
+    }  # fmt: skip
+
+
+#: ``ddlsim predict`` flags of the measured step: bf16 autocast, FlashAttention through SDPA,
+#: fused AdamW, the loss on fp32 logits (unfused), one GPU
+PREDICT_FLAGS = [
+    "--precision", "bf16", "--framework", "pytorch", "--attention", "flash",
+    "--optimizer", "adamw", "--optimizer-kernels", "fused", "--loss-kernel", "unfused",
+]  # fmt: skip
+
+
+def check_steps(folder: Path) -> None:
+    """Each step of ``steps.csv`` measured against ``ddlsim predict`` (GPUs of the catalog)."""
+    config = folder / "gpt_config.json"
+    with (folder / "steps.csv").open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    print(f"\n{folder / 'steps.csv'} vs ddlsim predict --model-config {config}:")
+    for r in rows:
+        cmd = [
+            sys.executable,
+            "-m",
+            "ddlsim",
+            "predict",
+            "--model-config",
+            str(config),
+            "--gpu",
+            r["gpu"],
+            "--batch",
+            r["micro_batch"],
+            *PREDICT_FLAGS,
+            "--json",
+        ]
+        cmd += ["--cuda-graphs"] if r["mode"] == "cuda_graph" else []  # fmt: skip
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+        try:
+            predicted = f"{json.loads(done.stdout)['iteration_time_s'] * 1e3:8.2f}"
+        except (ValueError, KeyError):
+            predicted = f"- ({(done.stderr.strip().splitlines() or ['no output'])[-1][:60]})"
+        measured = float(r["step_s"]) * 1e3
+        print(f"  {r['gpu']} {r['mode']:<10} micro-batch {r['micro_batch']:>2}: measured "
+              f"{measured:8.2f} ms/step, predicted {predicted} ms")  # fmt: skip
 
 
 # --------------------------------------------------------------------------------- machine
@@ -849,20 +902,15 @@ def check(folder: Path, held_out: bool) -> int:
     rc = 0
     for name in ("gemm.csv", "attention.csv", "elementwise.csv"):
         path = folder / name
-        if not path.is_file():
-            print(f"{path}: missing")
+        if not path.is_file() or len(path.read_text(encoding="utf-8").splitlines()) < 2:
+            print(f"{path}: missing or no rows")
             continue
         cmd = [sys.executable, "-m", "ddlsim", "kernels", str(path)]
         cmd += [] if held_out else ["--no-held-out"]
         print("$ python3 " + " ".join(cmd[1:]), flush=True)
         rc = max(rc, subprocess.run(cmd, cwd=ROOT, check=False).returncode)
-    steps = folder / "steps.csv"
-    if steps.is_file():
-        print(f"\n{steps}:")
-        for r in csv.DictReader(steps.open(encoding="utf-8")):
-            print(f"  {r['gpu']} {r['mode']:<10} layers {r['layers']} d {r['d_model']} seq "
-                  f"{r['seq']} micro-batch {r['micro_batch']:>2}: {float(r['step_s']) * 1e3:8.2f} "
-                  f"ms/step, {float(r['tokens_per_s']):10.0f} tokens/s")  # fmt: skip
+    if (folder / "steps.csv").is_file() and (folder / "gpt_config.json").is_file():
+        check_steps(folder)
     return rc
 
 
