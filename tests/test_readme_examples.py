@@ -43,6 +43,8 @@ NOT_RUN = {
     "bash scripts/horovod_local.sh": "installs system packages and builds Horovod (~20 min)",
     "python -m ddlsim.tools.hvdlocal": "needs Horovod, which scripts/horovod_local.sh builds",
     "python scripts/measure_conv_kernels.py": "needs a CUDA GPU",
+    "python3 scripts/device_measure.py": "needs a CUDA GPU (tests/test_device_measure.py runs "
+    "its --smoke on the CPU and its --check)",
     "ddlsim calibrate --gpu": "needs that GPU",
     "ddlsim calibrate --framework torch --gpu": "needs that GPU",
 }

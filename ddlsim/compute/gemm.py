@@ -68,7 +68,10 @@ FP8_OVER_FP16 = 2.0
 #: LLMCompass's host clock around one call and a synchronize includes launch and sync;
 #: DeepBench's host clock over 400 back-to-back calls sees the GPU's time per call unless the
 #: host issues calls more slowly than the GPU runs them (:data:`ISSUE_BOUND`: the larger of the
-#: two, not their sum).
+#: two, not their sum). ddlsim's own device measurements (``scripts/device_measure.py``):
+#: ``graph10_median5`` replays 10 calls captured in one CUDA graph (no host between kernels:
+#: kernel time); ``event10_median5`` times 10 eager back-to-back calls (the graph's fallback),
+#: bounded like DeepBench's loop by the host's issue interval.
 TIMINGS = {
     "event_min5of25": "event_dispatch_s",
     "host_mean400": "issue_interval_s",
@@ -76,9 +79,11 @@ TIMINGS = {
     "kineto_median20": None,
     "cupti_median5": None,
     "best_shape_mean100": None,
+    "graph10_median5": None,
+    "event10_median5": "issue_interval_s",
 }
 #: statistics of back-to-back calls: per call, the kernel or the host's issue interval
-ISSUE_BOUND = ("host_mean400",)
+ISSUE_BOUND = ("host_mean400", "event10_median5")
 #: the statistic -> how many calls of the kernel run back to back in its measurement (the
 #: README of the measured files: warm-ups plus timed calls), the load over which the GPU's clock
 #: relaxes from boost (:mod:`ddlsim.compute.gpu_clock`)
@@ -89,6 +94,8 @@ TIMING_CALLS = {
     "kineto_median20": 21,
     "cupti_median5": 6,
     "best_shape_mean100": 150,
+    "graph10_median5": 64,  # 3 warm-ups, 1 before capture, 1 warm-up replay + 5 timed of 10
+    "event10_median5": 63,  # 3 warm-ups, then 6 windows of 10 (the first untimed)
 }
 
 

@@ -5,7 +5,11 @@ Two files of ``traces/measured/kernels/transformer/`` (its README: sources, conv
 * ``gemm.csv`` -- ``gpu, precision, op, batch, m, n, k, time_us, time_stat``: GEMMs and
   batched GEMMs, predicted by :func:`ddlsim.compute.gemm.gemm_time_s`;
 * ``elementwise.csv`` -- ``gpu, precision, op, rows, cols, time_us, time_stat``: memory-bound
-  ops, predicted by :func:`ddlsim.compute.transformer_ops.memory_op_s` (forward, as measured).
+  ops, predicted by :func:`ddlsim.compute.transformer_ops.memory_op_s` (forward, as measured);
+* rows of a GEMM-format file whose ``op`` is ``flash_fwd`` / ``flash_bwd`` (ddlsim's own device
+  measurements, ``attention.csv``): FlashAttention with ``batch`` = micro-batch x heads, ``m`` =
+  ``n`` = sequence, ``k`` = head_dim, causal where ``source_op`` says so, predicted by
+  :func:`ddlsim.compute.transformer_ops.flash_attention_s`.
 
 A prediction is the kernel time as the row's timing method shows it
 (:func:`ddlsim.compute.gemm.as_measured_s`: NeuSight's CUDA events add the host's dispatch,
@@ -28,7 +32,7 @@ from typing import Any
 
 from ddlsim.compute.gemm import TIMING_CALLS, TIMINGS, GemmModel, as_measured_s, gemm_time_s
 from ddlsim.compute.kernel_check import MeasuredVsPredicted, Skip, _pct, error_stats
-from ddlsim.compute.transformer_ops import PASSES, memory_op_s
+from ddlsim.compute.transformer_ops import PASSES, flash_attention_s, memory_op_s
 from ddlsim.errors import ConfigError
 from ddlsim.system import catalog
 from ddlsim.system.specs import DeviceSpec
@@ -41,6 +45,8 @@ CALLS = {("vidur", "add", "microsoft/phi-2"): 2}
 #: the (source, op) rows that time a ``torch.compile``'d function (the README of the measured
 #: files: LLMCompass's layernorm and gelu; its softmax is eager ``torch.softmax``)
 COMPILED = {("llmcompass", "layernorm"), ("llmcompass", "gelu")}
+#: FlashAttention's ops in a GEMM-format file -> the direction
+FLASH_OPS = {"flash_fwd": "fwd", "flash_bwd": "bwd"}
 
 
 @dataclass(frozen=True)
@@ -59,11 +65,17 @@ class MeasuredKernel:
     measured_us: float
     calls: int = 1
     compiled: bool = False
+    causal: bool = False
+
+    @property
+    def is_flash(self) -> bool:
+        """FlashAttention (:data:`FLASH_OPS`): dims (batch x heads, seq, seq, head_dim)."""
+        return self.op in FLASH_OPS
 
     @property
     def is_gemm(self) -> bool:
-        """A GEMM (four dims), not a memory-bound op."""
-        return len(self.dims) == 4
+        """A GEMM (four dims), not a memory-bound op nor FlashAttention."""
+        return len(self.dims) == 4 and not self.is_flash
 
 
 @dataclass(frozen=True)
@@ -141,8 +153,11 @@ def _parse(record: dict[str, str], line: int, gemm: bool) -> MeasuredKernel | Sk
     source = (record.get("source_id") or "").strip()
     calls = CALLS.get((source, op, (record.get("model") or "").strip()), 1)
     compiled = (source, op) in COMPILED
+    causal = op in FLASH_OPS and "causal" in (record.get("source_op") or "")
+    if op in FLASH_OPS and dims[1] != dims[2]:
+        return Skip(line, gpu, None, "a FlashAttention row whose m (queries) is not n (keys)")
     row = MeasuredKernel(
-        line, source, gpu, device, precision, op, dims, stat, time_us, calls, compiled
+        line, source, gpu, device, precision, op, dims, stat, time_us, calls, compiled, causal
     )
     try:
         predict(row)
@@ -154,7 +169,12 @@ def _parse(record: dict[str, str], line: int, gemm: bool) -> MeasuredKernel | Sk
 def kernel_s(row: MeasuredKernel, model: GemmModel | None = None) -> float:
     """The model's kernel seconds of one call of ``row``, no timing overhead (a GEMM at the
     clock its measurement's back-to-back calls leave it, :data:`TIMING_CALLS`)."""
-    if row.is_gemm:
+    if row.is_flash:
+        batch, seq, _, head_dim = row.dims
+        direction = FLASH_OPS[row.op]
+        t = flash_attention_s(batch, 1, seq, head_dim, row.device, row.precision,
+                              direction=direction, causal=row.causal, model=model)  # fmt: skip
+    elif row.is_gemm:
         batch, m, n, k = row.dims
         calls = TIMING_CALLS[row.time_stat]
         t = gemm_time_s(m, n, k, row.device, row.precision, batch=batch, model=model, calls=calls)
