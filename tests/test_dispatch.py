@@ -33,7 +33,7 @@ def _profile(cfg, batch, dispatch, seq=None, device=H100, numerics=NUMERICS):
 def test_a_tiny_model_at_batch_1_is_host_bound_and_its_step_is_ops_times_dispatch():
     m = default_gemm_model()
     spec, eager = _profile(TINY, 1, "eager")
-    _, kernels = _profile(TINY, 1, "graph-executor")
+    _, kernels = _profile(TINY, 1, "cuda-graphs")
     from ddlsim.calibration.transformer import _stages
 
     stages = _stages(TINY, Step(1, 16, 1, NUMERICS, "adamw"), H100)
@@ -71,7 +71,7 @@ def test_the_ops_a_block_dispatches_are_its_gemms_and_passes():
 def test_a_large_step_is_gpu_bound_and_unchanged():
     cfg = get_transformer("gpt2-medium")
     _, eager = _profile(cfg, 16, "eager")
-    _, kernels = _profile(cfg, 16, "graph-executor")
+    _, kernels = _profile(cfg, 16, "cuda-graphs")
     assert eager.step_time_s == kernels.step_time_s
     assert eager.provenance["numerics"]["host_bound_fraction"] == 0.0
 
@@ -116,6 +116,7 @@ def test_the_dispatch_follows_framework_fusion_and_cuda_graphs():
     assert dispatch_of("pytorch", "xla", False) == "xla"
     assert dispatch_of("tensorflow", None, True) == "graph-executor"
     assert dispatch_of("tensorflow", "xla", False) == "xla"
+    assert dispatch_of("mxnet", None, False) == "engine"
 
 
 def _tokens_per_s(cli, *flags):

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ddlsim.calibration.profile import LayerTiming, ModelProfile
-from ddlsim.compute.dispatch import host_s
+from ddlsim.compute.dispatch import executor_host_s, host_s
 from ddlsim.compute.gemm import default_gemm_model
 from ddlsim.compute.transformer_ops import flash_version, stream_Bps
 from ddlsim.compute.transformer_step import BlockTime, Numerics, block_time
@@ -86,8 +86,9 @@ def optimizer_step_s(
     ``fused`` (PyTorch's foreach / fused optimizers, apex's FusedAdam and FusedLAMB): its state
     read and written once at the DRAM roof, one multi-tensor launch per 64 tensors; ``per-tensor``
     (:data:`PER_TENSOR_OPS`): every op a pass over each tensor, a launch each. Under PyTorch's
-    ``eager`` dispatch each launch is an op the Python thread dispatches: the step takes at
-    least their host time (:mod:`ddlsim.compute.dispatch`)."""
+    ``eager`` dispatch each launch is an op the Python thread dispatches, under TensorFlow's
+    ``graph-executor`` an op the executor runs: the step takes at least their host time
+    (:mod:`ddlsim.compute.dispatch`)."""
     m = default_gemm_model()
     bandwidth = stream_Bps(device, m)
     if kernels == "per-tensor":
@@ -98,7 +99,9 @@ def optimizer_step_s(
         moved = n_params * optimizer_bytes_per_param(optimizer, mixed)
         launches = -(-n_tensors // 64)
         gpu_s = launches * m.stream_launch_s + moved / bandwidth
-    return max(gpu_s, host_s(launches, model=m)) if dispatch == "eager" else gpu_s
+    if dispatch == "eager":
+        return max(gpu_s, host_s(launches, model=m))
+    return max(gpu_s, executor_host_s(launches, model=m)) if dispatch == "graph-executor" else gpu_s
 
 
 @dataclass(frozen=True)
@@ -158,9 +161,8 @@ def transformer_profile(
     """The calibration ``spec`` (:func:`~ddlsim.workload.transformers.spec.transformer_spec`)
     of ``cfg`` gets on ``device`` for ``step``: per stage, the per-layer model's times."""
     kernels = _stages(cfg, step, device)
-    stages = kernels
-    if step.dispatch == "eager":  # each stage at least the host's dispatch of its ops
-        stages = {name: t.eager() for name, t in kernels.items()}
+    # each stage at least its ops' host time (PyTorch eager, TensorFlow's executor)
+    stages = {name: t.floored(step.dispatch) for name, t in kernels.items()}
     rows: list[LayerTiming] = []
     kernels_s = 0.0
     for layer in spec.layers:

@@ -22,14 +22,15 @@ DISPATCH_WORDS = {
     "eager": "eager dispatch",
     "cuda-graphs": "CUDA graphs",
     "graph-executor": "graph executor",
+    "engine": "dependency engine",
     "xla": "XLA",
 }
 
 
 def _dispatch_words(n: dict[str, Any]) -> str:
     """``, eager dispatch (GPU waits on the host 43 % of forward and backward)``: how the
-    kernels are dispatched and, in PyTorch's eager mode, the share of the forward and backward
-    the GPU waits on the host."""
+    kernels are dispatched and, under a host floor (PyTorch's eager mode, TensorFlow's graph
+    executor), the share of the forward and backward the GPU waits on the host."""
     dispatch = n.get("dispatch")
     if dispatch not in DISPATCH_WORDS:
         return ""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ddlsim.compute.dispatch import EXTRA_BACKWARD_KERNELS, host_s
+from ddlsim.compute.dispatch import EXTRA_BACKWARD_KERNELS, executor_host_s, host_s
 from ddlsim.compute.gemm import gemm_time_s
 from ddlsim.compute.transformer_ops import flash_attention_s, memory_op_s, op_kernels
 from ddlsim.system.specs import DeviceSpec
@@ -62,8 +62,9 @@ class Numerics:
 class BlockTime:
     """Seconds of one block's forward and backward (the backward with its recompute), the
     forward GEMM FLOPs it does, and what the host dispatches (:mod:`ddlsim.compute.dispatch`):
-    the forward's ops, the backward's ops (autograd nodes, and the recompute's forward ops) and
-    the backward's kernels beyond a node's first."""
+    the forward's ops, the backward's ops (autograd nodes, and the recompute's forward ops),
+    the backward's kernels beyond a node's first, and the autocast casts each way (nodes of
+    their own in TensorFlow's AMP graph; inside the op's dispatch in PyTorch)."""
 
     fwd_s: float
     bwd_s: float
@@ -71,6 +72,7 @@ class BlockTime:
     fwd_ops: int = 0
     bwd_ops: int = 0
     bwd_extra_kernels: int = 0
+    casts: int = 0
 
     def host_fwd_s(self) -> float:
         """Host seconds of dispatching the forward in PyTorch's eager mode."""
@@ -87,6 +89,20 @@ class BlockTime:
             fwd_s=max(self.fwd_s, self.host_fwd_s()),
             bwd_s=max(self.bwd_s, self.host_bwd_s()),
         )
+
+    def executor(self) -> BlockTime:
+        """The stage under TensorFlow's graph executor: each direction at least the executor's
+        host time of its ops and casts and their launches."""
+        fwd = executor_host_s(self.fwd_ops + self.casts)
+        bwd = executor_host_s(self.bwd_ops + self.casts, self.bwd_extra_kernels)
+        return replace(self, fwd_s=max(self.fwd_s, fwd), bwd_s=max(self.bwd_s, bwd))
+
+    def floored(self, dispatch: str) -> BlockTime:
+        """The stage under ``dispatch`` (:data:`~ddlsim.compute.dispatch.DISPATCHES`): eager
+        PyTorch's and TensorFlow's executor's host floors; the others launch without one."""
+        if dispatch == "eager":
+            return self.eager()
+        return self.executor() if dispatch == "graph-executor" else self
 
 
 def _pass_op(p: MemoryPass, gated: bool, norm: str, fused_loss: bool = False) -> str:
@@ -160,7 +176,7 @@ def block_time(
     rows. ``attention`` = (sequences, heads, sequence length, head dim) for FlashAttention."""
     flash = numerics.flash and attention is not None
     fwd = bwd = 0.0
-    ops = extra = 0  # forward ops (= backward nodes); backward kernels beyond a node's first
+    ops = extra = casts = 0  # forward ops (= backward nodes); extra backward kernels; casts
     for g in blk.gemms:
         if flash and g.name in FLASH_GEMMS:
             continue
@@ -177,6 +193,8 @@ def block_time(
         op = _pass_op(p, gated, norm, numerics.fused_loss)
         ops += op_kernels(op, numerics.fused_softmax or op != "softmax")
         extra += EXTRA_BACKWARD_KERNELS.get(op, 0)
+        half = numerics.pass_precision != "fp32"
+        casts += 2 if numerics.autocast and half and op in FP32_UNDER_AUTOCAST else 0
     if flash:
         ops += 1
         assert attention is not None
@@ -191,4 +209,4 @@ def block_time(
     if numerics.checkpointing:
         bwd += fwd  # the block's forward runs again before its backward
         bwd_ops += ops
-    return BlockTime(fwd, bwd, float(blk.flops), ops, bwd_ops, extra)
+    return BlockTime(fwd, bwd, float(blk.flops), ops, bwd_ops, extra, casts)
