@@ -30,7 +30,11 @@ from ddlsim.workload.transformers.structure import Block, Gemm, MemoryPass
 #: positional scores run beside them in its kernels: kept as GEMMs)
 FLASH_GEMMS = ("attn/scores", "attn/context")
 #: ops autocast keeps in fp32 (PyTorch's autocast fp32 list: layer_norm, softmax,
-#: cross-entropy; TensorFlow's AMP deny list: softmax, reductions such as LayerNorm's moments)
+#: cross-entropy). TensorFlow's AMP rewrite (``auto_mixed_precision_lists.h``) denies ``Mean``
+#: and ``Sum`` (LayerNorm's moments) and puts ``Softmax`` on its infer list: it runs in the
+#: precision of its input, which in the Transformer-XL graphs is the fp32 of the mask (its 1e30
+#: fill does not fit fp16), so the same list holds there; a TF softmax on fp16 scores would not
+#: be cast (not modelled: no non-XLA TF row has one)
 FP32_UNDER_AUTOCAST = ("layernorm", "rmsnorm", "softmax")
 #: passes FlashAttention makes part of its kernel
 FLASH_PASSES = ("attn/softmax", "attn/probs_dropout")
