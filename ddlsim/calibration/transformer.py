@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ddlsim.calibration.profile import LayerTiming, ModelProfile
-from ddlsim.compute.dispatch import executor_host_s, host_s
+from ddlsim.compute.dispatch import host_floor_s
 from ddlsim.compute.gemm import default_gemm_model
 from ddlsim.compute.transformer_ops import flash_version, stream_Bps
 from ddlsim.compute.transformer_step import BlockTime, Numerics, block_time
@@ -99,9 +99,7 @@ def optimizer_step_s(
         moved = n_params * optimizer_bytes_per_param(optimizer, mixed)
         launches = -(-n_tensors // 64)
         gpu_s = launches * m.stream_launch_s + moved / bandwidth
-    if dispatch == "eager":
-        return max(gpu_s, host_s(launches, model=m))
-    return max(gpu_s, executor_host_s(launches, model=m)) if dispatch == "graph-executor" else gpu_s
+    return max(gpu_s, host_floor_s(dispatch, launches, model=m))
 
 
 @dataclass(frozen=True)

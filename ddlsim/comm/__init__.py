@@ -47,18 +47,25 @@ METHODS = (
 HOROVOD_METHODS = ("horovod-nccl", "horovod-mpi", "horovod-gloo")
 #: methods that push gradients to and pull parameters from servers
 PS_METHODS = ("ps", "distributed-replicated", "byteps")
-#: methods whose collectives are NCCL's (GPU workers only)
 #: sharded data parallelism: PyTorch FSDP and DeepSpeed ZeRO stages 1-3 (parameters, gradients
 #: and optimizer state split over the GPUs; all-gathers and reduce-scatters)
 SHARDED_METHODS = ("fsdp", "zero1", "zero2", "zero3")
-NCCL_METHODS = ("horovod-nccl", "replicated-nccl", "ddp", *SHARDED_METHODS)
+#: methods that exist only in PyTorch (DDP, FSDP, DeepSpeed): a job of one runs PyTorch's stack
+PYTORCH_METHODS = ("ddp", *SHARDED_METHODS)
+#: methods whose collectives are NCCL 2's (NcclAllreduceModel, ShardedModel): its release, its
+#: (algorithm, protocol) choice per call
+NCCL2_METHODS = ("horovod-nccl", *PYTORCH_METHODS)
+#: methods whose collectives are NCCL's (GPU workers only): NCCL 2's and TensorFlow's NCCL 1
+NCCL_METHODS = (*NCCL2_METHODS, "replicated-nccl")
 
 __all__ = [
     "ALGORITHMS",
     "HOROVOD_METHODS",
     "METHODS",
+    "NCCL2_METHODS",
     "NCCL_PROTOCOLS",
     "PS_METHODS",
+    "PYTORCH_METHODS",
     "SHARDED_METHODS",
     "CommModel",
     "default_n_ps",

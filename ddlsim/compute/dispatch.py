@@ -76,6 +76,19 @@ def executor_host_s(ops: int, extra_kernels: int = 0, model: GemmModel | None = 
     return ops * (EXECUTOR_OP_S + m.issue_interval_s) + extra_kernels * m.issue_interval_s
 
 
+def host_floor_s(
+    dispatch: str, ops: int, extra_kernels: int = 0, casts: int = 0, model: GemmModel | None = None
+) -> float:
+    """The least host time of ``ops`` ops (and ``extra_kernels`` more launches) under
+    ``dispatch`` (:data:`DISPATCHES`): PyTorch's eager dispatch (autocast's casts inside its
+    ops), TensorFlow's executor (the casts nodes of their own); 0 for the others."""
+    if dispatch == "eager":
+        return host_s(ops, extra_kernels, model)
+    if dispatch == "graph-executor":
+        return executor_host_s(ops + casts, extra_kernels, model)
+    return 0.0
+
+
 def dispatch_of(framework: str, fusion: str | None, cuda_graphs: bool) -> str:
     """How a step's kernels are dispatched (:data:`DISPATCHES`): XLA where it compiles, else
     TensorFlow's executor, MXNet's engine, PyTorch's eager dispatch or its CUDA graphs."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ddlsim.compute.dispatch import EXTRA_BACKWARD_KERNELS, executor_host_s, host_s
+from ddlsim.compute.dispatch import EXTRA_BACKWARD_KERNELS, host_floor_s
 from ddlsim.compute.gemm import gemm_time_s
 from ddlsim.compute.transformer_ops import flash_attention_s, memory_op_s, op_kernels
 from ddlsim.system.specs import DeviceSpec
@@ -78,35 +78,12 @@ class BlockTime:
     bwd_extra_kernels: int = 0
     casts: int = 0
 
-    def host_fwd_s(self) -> float:
-        """Host seconds of dispatching the forward in PyTorch's eager mode."""
-        return host_s(self.fwd_ops)
-
-    def host_bwd_s(self) -> float:
-        """Host seconds of the backward's nodes and kernels in PyTorch's eager mode."""
-        return host_s(self.bwd_ops, self.bwd_extra_kernels)
-
-    def eager(self) -> BlockTime:
-        """The stage under PyTorch's eager dispatch: each direction at least its host time."""
-        return replace(
-            self,
-            fwd_s=max(self.fwd_s, self.host_fwd_s()),
-            bwd_s=max(self.bwd_s, self.host_bwd_s()),
-        )
-
-    def executor(self) -> BlockTime:
-        """The stage under TensorFlow's graph executor: each direction at least the executor's
-        host time of its ops and casts and their launches."""
-        fwd = executor_host_s(self.fwd_ops + self.casts)
-        bwd = executor_host_s(self.bwd_ops + self.casts, self.bwd_extra_kernels)
-        return replace(self, fwd_s=max(self.fwd_s, fwd), bwd_s=max(self.bwd_s, bwd))
-
     def floored(self, dispatch: str) -> BlockTime:
-        """The stage under ``dispatch`` (:data:`~ddlsim.compute.dispatch.DISPATCHES`): eager
-        PyTorch's and TensorFlow's executor's host floors; the others launch without one."""
-        if dispatch == "eager":
-            return self.eager()
-        return self.executor() if dispatch == "graph-executor" else self
+        """The stage under ``dispatch`` (:data:`~ddlsim.compute.dispatch.DISPATCHES`): each
+        direction at least its host time (:func:`~ddlsim.compute.dispatch.host_floor_s`)."""
+        fwd = host_floor_s(dispatch, self.fwd_ops, casts=self.casts)
+        bwd = host_floor_s(dispatch, self.bwd_ops, self.bwd_extra_kernels, self.casts)
+        return replace(self, fwd_s=max(self.fwd_s, fwd), bwd_s=max(self.bwd_s, bwd))
 
 
 def _pass_op(p: MemoryPass, gated: bool, norm: str, fused_loss: bool = False) -> str:
@@ -181,6 +158,7 @@ def block_time(
     flash = numerics.flash and attention is not None
     fwd = bwd = 0.0
     ops = extra = casts = 0  # forward ops (= backward nodes); extra backward kernels; casts
+    cast_in_out = numerics.autocast and numerics.pass_precision != "fp32"
     for g in blk.gemms:
         if flash and g.name in FLASH_GEMMS:
             continue
@@ -197,8 +175,7 @@ def block_time(
         op = _pass_op(p, gated, norm, numerics.fused_loss)
         ops += op_kernels(op, numerics.fused_softmax or op != "softmax")
         extra += EXTRA_BACKWARD_KERNELS.get(op, 0)
-        half = numerics.pass_precision != "fp32"
-        casts += 2 if numerics.autocast and half and op in FP32_UNDER_AUTOCAST else 0
+        casts += 2 if cast_in_out and op in FP32_UNDER_AUTOCAST else 0
     if flash:
         ops += 1
         assert attention is not None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ddlsim.comm import HOROVOD_METHODS, SHARDED_METHODS
+from ddlsim.comm import HOROVOD_METHODS, NCCL2_METHODS, PYTORCH_METHODS
 from ddlsim.comm.nccl import (
     NcclVersion,
 )
@@ -199,11 +199,6 @@ def horovod_only(extra: str = "") -> Applies:
     )
 
 
-#: the methods whose collectives are NCCL 2's (make_comm_model: NcclAllreduceModel for
-#: horovod-nccl and ddp, ShardedModel for fsdp and zero1-3; replicated-nccl is NCCL 1)
-NCCL2_METHODS = ("horovod-nccl", "ddp", "fsdp", "zero1", "zero2", "zero3")
-
-
 def nccl_release(c: Config) -> bool:
     """The job's collectives are NCCL 2's: its release is in play."""
     return c.get("comm") in NCCL2_METHODS
@@ -244,7 +239,7 @@ TRANSFORMERS_ONLY = Applies(
 PYTORCH_TRANSFORMERS = Applies(
     lambda c: (
         bool(c.get("transformer", True))
-        and (c.get("framework") == "pytorch" or c.get("comm") in ("ddp", *SHARDED_METHODS))
+        and (c.get("framework") == "pytorch" or c.get("comm") in PYTORCH_METHODS)
         and c.get("fusion") != "xla"
     ),
     "it applies to transformer models in PyTorch without XLA",

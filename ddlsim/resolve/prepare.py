@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ddlsim.calibration.store import Choice
-from ddlsim.comm import NCCL_METHODS, SHARDED_METHODS
+from ddlsim.comm import NCCL_METHODS, PYTORCH_METHODS, SHARDED_METHODS
 from ddlsim.comm.base import CommModel
 from ddlsim.compute.stack import Stack
 from ddlsim.config.groups import (
@@ -95,7 +95,7 @@ def prepare(job: JobConfig) -> Setup:
 
 def _prepare(w: WorkloadConfig, s: SystemConfig, x: ExecutionConfig) -> Setup:
     s = instance_system(s)
-    if x.comm in ("ddp", *SHARDED_METHODS):  # DDP, FSDP and DeepSpeed run in PyTorch: its stack
+    if x.comm in PYTORCH_METHODS:  # DDP, FSDP and DeepSpeed run in PyTorch: its stack
         x = replace(x, framework="pytorch")
     names = resolve_names(w, s.gpu)
     transformer = names.transformer is not None
