@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, NcclVersion
+from ddlsim.comm.nccl import DEFAULT_NCCL_VERSION, PROTOCOLS, NcclVersion
 from ddlsim.errors import ConfigError, DdlsimError
 from ddlsim.inputs import csv_rows
 from ddlsim.system import catalog
@@ -241,7 +241,7 @@ def forced_protocol(note: str) -> str:
 
 
 #: ``NCCL_PROTO`` values (NCCL parses them case-insensitively) -> the model's protocol names
-PROTOCOL_NAMES = {"ll": "LL", "ll128": "LL128", "simple": "Simple"}
+PROTOCOL_NAMES = {p.lower(): p for p in PROTOCOLS}
 
 
 def map_setup(row: CollectiveRow) -> Setup:
