@@ -356,7 +356,7 @@ def _transformer_inputs(job: JobConfig, setup: Setup, samples_per_s: float) -> d
     from ddlsim.workload.transformers.structure import mfu_params
 
     spec = setup.workload.model
-    numerics = setup.workload.profile.provenance.get("numerics", {})
+    numerics = _model_provenance(setup).get("numerics", {})
     tokens_per_gpu_s = samples_per_s * cfg.seq / setup.cluster.n_gpus
     blocks = cfg.layers + cfg.decoder_layers
     n_mfu = mfu_params(cfg, spec.n_params)
@@ -379,8 +379,33 @@ def _transformer_inputs(job: JobConfig, setup: Setup, samples_per_s: float) -> d
             "mfu": utilization(tokens_per_gpu_s, model_fpt, device, gemm),
             "hfu": utilization(tokens_per_gpu_s, hw_fpt, device, gemm),
             "memory": need.to_dict(),
+            "compute_terms_s": _compute_terms(setup),
         }
     }
+
+
+def _model_provenance(setup: Setup) -> dict[str, Any]:
+    """The per-layer model's provenance of a transformer's profile, through an anchor (an
+    anchored profile keeps the model's under ``base``)."""
+    provenance = setup.workload.profile.provenance
+    return provenance.get("base", provenance)
+
+
+def _compute_terms(setup: Setup) -> dict[str, float]:
+    """One GPU's compute of an optimizer step by term (the per-layer model's
+    ``compute_terms_s``), as the simulation runs it: the stages at the profile's times (an
+    anchor rescales them) and the optimizer step the DAG runs (a shard's, or the host's under
+    offload)."""
+    prof = setup.workload.profile
+    terms = dict(_model_provenance(setup).get("compute_terms_s") or {})
+    if not terms:
+        return {}
+    model_s = sum(v for k, v in terms.items() if k != "optimizer")
+    stages_s = sum(la.fwd_time_s + la.bwd_time_s for la in prof.layers)
+    factor = stages_s / model_s if model_s > 0 else 1.0
+    out = {k: v * factor for k, v in terms.items() if k != "optimizer"}
+    out["optimizer"] = float(setup.dag.nodes["update"]["duration_s"])
+    return out
 
 
 def _offload_parts(sim: SimResult, setup: Setup) -> dict[str, float]:

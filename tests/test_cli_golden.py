@@ -54,6 +54,17 @@ CONFIGS: dict[str, list[str]] = {
         *("--batch", "96", "--data", "real", "--comm", "horovod-mpi"),
         *("--fusion-threshold-mb", "64", "--cycle-time-ms", "5"),
     ],
+    # transformers: an encoder under DDP across two DGX-1s; a decoder under FSDP with
+    # checkpointing and accumulation on H100s (the compute-by-term and memory sections)
+    "bert-large-16-v100-amp-ddp-seq128": [
+        *("--model", "bert-large", "--gpus", "16", "--gpu", "v100-sxm2", "--precision", "amp"),
+        *("--batch", "16", "--seq-len", "128", "--comm", "ddp"),
+    ],
+    "mpt-7b-64-h100-fsdp-ckpt-accum": [
+        *("--model", "mpt-7b", "--gpus", "64", "--gpu", "h100", "--precision", "bf16"),
+        *("--batch", "4", "--seq-len", "2048", "--comm", "fsdp", "--grad-accum", "2"),
+        "--activation-checkpointing",
+    ],
 }
 
 

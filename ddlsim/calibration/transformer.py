@@ -18,7 +18,7 @@ from ddlsim.calibration.profile import LayerTiming, ModelProfile
 from ddlsim.compute.dispatch import host_floor_s
 from ddlsim.compute.gemm import default_gemm_model
 from ddlsim.compute.transformer_ops import flash_version, stream_Bps
-from ddlsim.compute.transformer_step import BlockTime, Numerics, block_time
+from ddlsim.compute.transformer_step import KERNEL_KINDS, BlockTime, Numerics, block_time
 from ddlsim.errors import ConfigError
 from ddlsim.system.specs import DeviceSpec
 from ddlsim.workload.layers import ModelSpec
@@ -139,13 +139,17 @@ def _stages(cfg: TransformerConfig, step: Step, device: DeviceSpec) -> dict[str,
 
         extra = [gemm_s(g, device, n.gemm_precision) for g in convs]
         e = out["embedding"]
+        conv_f, conv_b = sum(f for f, _ in extra), sum(b_ for _, b_ in extra)
         out["embedding"] = replace(
             e,
-            fwd_s=e.fwd_s + sum(f for f, _ in extra),
-            bwd_s=e.bwd_s + sum(b_ for _, b_ in extra),
+            fwd_s=e.fwd_s + conv_f,
+            bwd_s=e.bwd_s + conv_b,
             fwd_ops=e.fwd_ops + len(convs),
             bwd_ops=e.bwd_ops + len(convs),
             bwd_extra_kernels=e.bwd_extra_kernels + len(convs),
+            terms=tuple(
+                (k, f + conv_f, b_ + conv_b) if k == "gemm" else (k, f, b_) for k, f, b_ in e.terms
+            ),
         )
     if cfg.decoder_layers:
         dec = block(cfg, b, s, decoder=True, flash=n.flash)
@@ -181,6 +185,12 @@ def transformer_profile(
     )  # fmt: skip
     sum_s = sum(r.fwd_time_s + r.bwd_time_s for r in rows)
     n = step.numerics
+    accum_s = step.grad_accum > 1 and spec.layers[0].name == MICRO_STEPS
+    terms = compute_terms(
+        [layer.name.split("/")[0] for layer in spec.layers if layer.name != MICRO_STEPS],
+        kernels, stages, step.grad_accum if accum_s else 1,
+        (step.grad_accum - 1) * accumulate_s(spec.n_params, device) if accum_s else 0.0, opt_s,
+    )  # fmt: skip
     provenance = {
         "method": "per-layer-model",
         "model": "transformer stages on the GEMM and memory routes (ddlsim.compute.gemm, "
@@ -201,6 +211,7 @@ def transformer_profile(
         "grad_accum": step.grad_accum,
         "optimizer": step.optimizer,
         "optimizer_kernels": step.optimizer_kernels,
+        "compute_terms_s": terms,
     }
     return ModelProfile(
         model=cfg.name,
@@ -212,3 +223,35 @@ def transformer_profile(
         step_time_s=sum_s + opt_s,
         provenance=provenance,
     )
+
+
+#: the compute terms of one GPU's optimizer step, in the report's order (:func:`compute_terms`)
+COMPUTE_TERMS = (
+    *KERNEL_KINDS, "recompute", "host_wait", "accumulate", "optimizer",
+)  # fmt: skip
+
+
+def compute_terms(
+    stage_of_layers: list[str],
+    kernels: dict[str, BlockTime],
+    stages: dict[str, BlockTime],
+    micro_steps: int,
+    accumulate_total_s: float,
+    optimizer_s: float,
+) -> dict[str, float]:
+    """Seconds of one GPU's optimizer step by term (:data:`COMPUTE_TERMS`): the kernels by
+    kind (:data:`~ddlsim.compute.transformer_step.KERNEL_KINDS`), activation checkpointing's
+    second forward, the time a stage waits on the host's dispatch beyond its kernels, the
+    gradient additions of accumulation and the optimizer step. ``stage_of_layers`` names each
+    layer's stage; each is run ``micro_steps`` times. They add up to the profile's step."""
+    out = dict.fromkeys(COMPUTE_TERMS, 0.0)
+    for name in stage_of_layers:
+        k, floored = kernels[name], stages[name]
+        for kind, f, b in k.terms:
+            out[kind] += micro_steps * (f + b)
+        out["recompute"] += micro_steps * k.recompute_s
+        wait = (floored.fwd_s - k.fwd_s) + (floored.bwd_s - k.bwd_s)  # 0 where not floored
+        out["host_wait"] += micro_steps * wait
+    out["accumulate"] = accumulate_total_s
+    out["optimizer"] = optimizer_s
+    return out

@@ -17,6 +17,18 @@ MEMORY_PARTS = (
 )
 
 
+#: the compute terms in the report's order, with their words (``compute_terms_s``)
+COMPUTE_PARTS = (
+    ("gemm", "linear-layer GEMMs"),
+    ("attention", "attention (scores, softmax, context)"),
+    ("elementwise", "element-wise passes"),
+    ("recompute", "recompute (activation checkpointing)"),
+    ("host_wait", "waiting on the host's dispatch"),
+    ("accumulate", "gradient accumulation adds"),
+    ("optimizer", "optimizer step"),
+)
+
+
 #: how the kernels reach the GPU (:data:`ddlsim.compute.dispatch.DISPATCHES`), in words
 DISPATCH_WORDS = {
     "eager": "eager dispatch",
@@ -78,4 +90,19 @@ def transformer_lines(inputs: dict[str, Any]) -> list[str]:
         cap = mem["host_capacity_GB"]
         of = f" of {cap:,.0f} GB" if cap is not None else " (the node's DRAM is not catalogued)"
         lines.append(f"    host / node   {mem['host_per_node_GB']:,.1f} GB{of} (CPU offload)")
+    return lines + compute_lines(t.get("compute_terms_s") or {})
+
+
+def compute_lines(terms: dict[str, float]) -> list[str]:
+    """One GPU's compute of an optimizer step by term, each with its share (the terms that
+    take no time left out)."""
+    total = sum(terms.values())
+    if total <= 0:
+        return []
+    lines = [f"    compute / GPU {1e3 * total:,.2f} ms an optimizer step, by term (before "
+             "contention and communication)"]  # fmt: skip
+    for key, words in COMPUTE_PARTS:
+        value = terms.get(key, 0.0)
+        if round(1e3 * value, 2) > 0:  # a term that takes time at the report's precision
+            lines.append(f"      {words:<40}{1e3 * value:8.2f} ms {100 * value / total:5.1f} %")
     return lines

@@ -38,6 +38,31 @@ FLASH_GEMMS = ("attn/scores", "attn/context")
 FP32_UNDER_AUTOCAST = ("layernorm", "rmsnorm", "softmax")
 #: passes FlashAttention makes part of its kernel
 FLASH_PASSES = ("attn/softmax", "attn/probs_dropout")
+#: what a stage's kernels are, for the report's compute by term: the linear layers' GEMMs (the
+#: projections, the MLP, the vocabulary and task heads, a ViT's patch and wav2vec2's feature
+#: convolutions), attention's work over the ``b·heads·s·t`` scores (its batched GEMMs, the
+#: score passes, or the FlashAttention kernel), and the other element-wise passes (norms,
+#: activations, dropout, residual adds, casts, the embedding gather, the loss)
+KERNEL_KINDS = ("gemm", "attention", "elementwise")
+#: the passes over attention's scores (the unfused softmax and its dropout, Transformer-XL's
+#: score copies): the last part of the pass name
+SCORE_PASSES = frozenset(
+    {"softmax", "probs_dropout", "rel_shift", "score_add", "mask_casts", "softmax_layout",
+     "probs_layout", "score_grad_layout"}
+)  # fmt: skip
+
+
+def gemm_kind(g: Gemm) -> str:
+    """A GEMM's kind (:data:`KERNEL_KINDS`): attention's products are the batched ones (one
+    per sequence and head), every other GEMM is a linear layer."""
+    return "attention" if g.batch > 1 else "gemm"
+
+
+def pass_kind(p: MemoryPass) -> str:
+    """A memory pass's kind (:data:`KERNEL_KINDS`): attention's score passes, else
+    element-wise."""
+    prefix, _, last = p.name.rpartition("/")
+    return "attention" if prefix in ("attn", "cross") and last in SCORE_PASSES else "elementwise"
 
 
 @dataclass(frozen=True)
@@ -77,6 +102,11 @@ class BlockTime:
     bwd_ops: int = 0
     bwd_extra_kernels: int = 0
     casts: int = 0
+    #: the kernels' seconds by kind (:data:`KERNEL_KINDS`): ``(kind, forward, backward)``, the
+    #: backward without the recompute
+    terms: tuple[tuple[str, float, float], ...] = ()
+    #: the backward's second forward (activation checkpointing), part of ``bwd_s``
+    recompute_s: float = 0.0
 
     def floored(self, dispatch: str) -> BlockTime:
         """The stage under ``dispatch`` (:data:`~ddlsim.compute.dispatch.DISPATCHES`): each
@@ -157,6 +187,7 @@ def block_time(
     rows. ``attention`` = (sequences, heads, sequence length, head dim) for FlashAttention."""
     flash = numerics.flash and attention is not None
     fwd = bwd = 0.0
+    terms = {kind: [0.0, 0.0] for kind in KERNEL_KINDS}
     ops = extra = casts = 0  # forward ops (= backward nodes); extra backward kernels; casts
     cast_in_out = numerics.autocast and numerics.pass_precision != "fp32"
     for g in blk.gemms:
@@ -164,6 +195,7 @@ def block_time(
             continue
         f, b = gemm_s(g, device, numerics.gemm_precision)
         fwd, bwd = fwd + f, bwd + b
+        _add(terms, gemm_kind(g), f, b)
         ops, extra = ops + 1, extra + 1  # backward: data and weight gradients
     for p in blk.passes:
         if (flash and p.name in FLASH_PASSES) or (p.eager and numerics.fused_softmax):
@@ -172,6 +204,7 @@ def block_time(
         if f == b == 0.0:  # no op (a cast with nothing to cast from)
             continue
         fwd, bwd = fwd + f, bwd + b
+        _add(terms, pass_kind(p), f, b)
         op = _pass_op(p, gated, norm, numerics.fused_loss)
         ops += op_kernels(op, numerics.fused_softmax or op != "softmax")
         extra += EXTRA_BACKWARD_KERNELS.get(op, 0)
@@ -182,12 +215,19 @@ def block_time(
         seqs, heads, seq, head_dim = attention
         kw = {"causal": numerics.causal, "version": numerics.flash_version}
         precision = "bf16" if numerics.gemm_precision == "fp8" else numerics.gemm_precision
-        fwd += flash_attention_s(seqs, heads, seq, head_dim, device, precision, **kw)
-        bwd += flash_attention_s(
-            seqs, heads, seq, head_dim, device, precision, direction="bwd", **kw
-        )
-    bwd_ops = ops
+        f = flash_attention_s(seqs, heads, seq, head_dim, device, precision, **kw)
+        b = flash_attention_s(seqs, heads, seq, head_dim, device, precision, direction="bwd", **kw)
+        fwd, bwd = fwd + f, bwd + b
+        _add(terms, "attention", f, b)
+    bwd_ops, recompute = ops, 0.0
     if numerics.checkpointing:
-        bwd += fwd  # the block's forward runs again before its backward
+        recompute = fwd  # the block's forward runs again before its backward
+        bwd += recompute
         bwd_ops += ops
-    return BlockTime(fwd, bwd, float(blk.flops), ops, bwd_ops, extra, casts)
+    kinds = tuple((k, f, b) for k, (f, b) in terms.items())
+    return BlockTime(fwd, bwd, float(blk.flops), ops, bwd_ops, extra, casts, kinds, recompute)
+
+
+def _add(terms: dict[str, list[float]], kind: str, fwd_s: float, bwd_s: float) -> None:
+    terms[kind][0] += fwd_s
+    terms[kind][1] += bwd_s
