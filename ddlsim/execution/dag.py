@@ -262,11 +262,12 @@ def _add_compute_nodes(
         bwd: dict[int, str] = {}
         for idx in reversed(range(len(layers))):
             layer, timing = layers[idx], timings[idx]
+            copies_s = _grad_copy_s(strategy, layer.grad_bytes("fp32"), with_comm)
             node = add(
                 compute_node(NodeKind.BACKWARD, m, layer.name),
                 NodeKind.BACKWARD,
                 stream="compute",
-                duration_s=timing.bwd_time_s + _grad_copy_s(strategy, layer.grad_bytes("fp32"), with_comm),
+                duration_s=timing.bwd_time_s + copies_s,
                 layer=layer.name,
             )
             g.add_edge(prev, node, kind=EdgeKind.DATA)
