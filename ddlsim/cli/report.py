@@ -333,8 +333,10 @@ def _schedule_lines(i: dict[str, Any]) -> list[str]:
     else:
         how = (
             f"DeepSpeed ZeRO stage {sh['method'][-1]}, overlap_comm "
-            f"{'on' if sh['overlap_comm'] else 'off'}, buckets {sh['reduce_bucket_elements']:,} "
-            f"(reduce) / {sh['allgather_bucket_elements']:,} (all-gather) elements"
+            f"{'on' if sh['overlap_comm'] else 'off'}, contiguous_gradients "
+            f"{'on' if sh.get('contiguous_gradients', True) else 'off'}, buckets "
+            f"{sh['reduce_bucket_elements']:,} (reduce) / {sh['allgather_bucket_elements']:,} "
+            "(all-gather) elements"
         )
     return [
         f"    sharding       {how}; state over {sh['shards']} GPUs; parameters gathered in "

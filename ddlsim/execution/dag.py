@@ -262,11 +262,12 @@ def _add_compute_nodes(
         bwd: dict[int, str] = {}
         for idx in reversed(range(len(layers))):
             layer, timing = layers[idx], timings[idx]
+            copies_s = _grad_copy_s(strategy, layer.grad_bytes("fp32"), with_comm)
             node = add(
                 compute_node(NodeKind.BACKWARD, m, layer.name),
                 NodeKind.BACKWARD,
                 stream="compute",
-                duration_s=timing.bwd_time_s,
+                duration_s=timing.bwd_time_s + copies_s,
                 layer=layer.name,
             )
             g.add_edge(prev, node, kind=EdgeKind.DATA)
@@ -281,6 +282,17 @@ def _add_compute_nodes(
     update = add("update", NodeKind.UPDATE, stream="compute", duration_s=update_s)
     g.add_edge(prev, update, kind=EdgeKind.CONTROL)
     return fwd, bwd, update
+
+
+def _grad_copy_s(strategy: Strategy, fp32_grad_bytes: int, with_comm: bool) -> float:
+    """Seconds of the gradient copies ZeRO-1/2's backward hooks make on the compute stream for
+    a layer with ``fp32_grad_bytes`` of gradients
+    (:attr:`~ddlsim.execution.sharded.Sharding.grad_copy_bytes_per_param`; 0 for every other
+    method, or alone on one GPU)."""
+    sh = strategy.sharding
+    if sh is None or not with_comm or sh.copy_Bps <= 0:
+        return 0.0
+    return fp32_grad_bytes / 4 * sh.grad_copy_bytes_per_param / sh.copy_Bps
 
 
 def _add_allreduce_nodes(

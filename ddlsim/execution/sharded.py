@@ -31,7 +31,14 @@ buckets of ``reduce_bucket_size`` elements in backward hooks every micro-step, Z
 the last micro-step's backward; both all-gather the updated parameters in buckets of
 ``allgather_bucket_size`` elements after the optimizer step (before the next forward).
 Without ``overlap_comm`` (DeepSpeed's default for stages 1 and 2) a reduction runs on the
-compute stream: the backward waits for it.
+compute stream: the backward waits for it. ZeRO-1/2's gradient hooks copy on the compute stream
+(``stage_1_and_2.py``, ``reduce_independent_p_g_buckets_and_remove_grads``): with
+``contiguous_gradients`` (the default) each gradient into the ``reduce_bucket_size`` buffer
+and, after the reduction, this rank's partition into ``grads_in_partition``; without it the
+bucket's gradients are flattened for the reduction and copied back
+(``buffered_reduce_fallback``). :attr:`Sharding.grad_copy_bytes_per_param` is what each moves,
+added to the backward of the layer whose gradients they are; ZeRO-3's copy into its flat
+buffer runs on its reduction stream and is not timed.
 
 CPU offload (:mod:`ddlsim.execution.offload`) adds copies to the calls (:func:`with_copies`),
 each on the stream of the call it belongs to, so it overlaps compute where that call does and
@@ -91,6 +98,10 @@ class Sharding:
     host_step_bytes: float = 0.0
     host_step_Bps: float = 0.0
     pin_memory: bool = True
+    #: DeepSpeed's ``contiguous_gradients`` (:data:`ddlsim.config` default: on)
+    contiguous_gradients: bool = True
+    #: the DRAM rate a gradient copy streams at (0: copies not timed)
+    copy_Bps: float = 0.0
 
     def __post_init__(self) -> None:
         if self.method not in SHARDED_METHODS:
@@ -143,6 +154,20 @@ class Sharding:
     def hybrid(self) -> bool:
         """FSDP's HYBRID_SHARD: sharded inside a node, replicated across nodes."""
         return self.method == "fsdp" and self.sharding == "hybrid_shard"
+
+    @property
+    def grad_copy_bytes_per_param(self) -> float:
+        """DRAM bytes per parameter ZeRO-1/2's backward hooks copy on the compute stream (see
+        module; 0 for FSDP and ZeRO-3): with contiguous gradients each gradient read and
+        written into the bucket buffer once, and this rank's 1/N again into its partition;
+        without, flattened for the reduction and copied back (twice read and written).
+        Gradients are in the model's dtype (``param_bytes``)."""
+        if self.method not in ("zero1", "zero2"):
+            return 0.0
+        moved = 2.0 * self.param_bytes
+        if self.contiguous_gradients:
+            return moved + moved / self.shards
+        return 2.0 * moved
 
     @property
     def optimizer_fraction(self) -> float:

@@ -114,9 +114,19 @@ def _sharded(
         reduce_bucket_elements=x.reduce_bucket_size,
         allgather_bucket_elements=x.allgather_bucket_size,
         pin_memory=x.pin_memory or not zero,  # FSDP pins its offloaded shards
+        contiguous_gradients=x.contiguous_gradients,
+        copy_Bps=_copy_Bps(cluster) if x.comm in ("zero1", "zero2") else 0.0,
         **_offload(x.offload, x.comm, cluster, precision, optimizer),
     )
     return {"sharding": sh, "micro_steps": x.grad_accum if sh.per_micro_step else 1}
+
+
+def _copy_Bps(cluster: Cluster) -> float:
+    """The DRAM rate ZeRO-1/2's gradient copies stream at: the element-wise kernels' (imported
+    here: only a sharded transformer job needs the transformer compute model)."""
+    from ddlsim.compute.transformer_ops import stream_Bps
+
+    return stream_Bps(cluster.device) if cluster.device.mem_bandwidth_Bps else 0.0
 
 
 def _offload(

@@ -21,7 +21,7 @@ from ddlsim.compute.transformer_step import Numerics
 from ddlsim.config.groups import ExecutionConfig, WorkloadConfig, optimizer_of
 from ddlsim.errors import ConfigError
 from ddlsim.execution.offload import host_state_bytes_per_param
-from ddlsim.execution.sharded import units_of
+from ddlsim.execution.sharded import Sharding, units_of
 from ddlsim.execution.strategy import Strategy
 from ddlsim.resolve.calibration import Compute, Names, _with_provenance
 from ddlsim.system.hosts import default_host_cpu
@@ -158,16 +158,12 @@ def sharded_memory(strategy: Strategy, spec: ModelSpec) -> ShardedState | None:
     """How ``strategy``'s sharded method splits ``spec``'s state (None: not sharded): its
     stage, its shards, its largest unit and its root unit, the units in flight (the one
     computing, and up to two gathered ahead: FSDP's limit_all_gathers), DeepSpeed's
-    contiguous-gradient bucket (``reduce_bucket_size`` half-precision elements, two with
-    overlap_comm: ``stage_1_and_2.py``'s ipg buffers)."""
+    gradient buffers (:func:`zero_buffer_bytes`)."""
     sh = strategy.sharding
     if sh is None:
         return None
     stage = _STAGES[sh.method if sh.method.startswith("zero") else sh.sharding]
-    buffer_bytes = 0.0
-    if sh.method in ("zero1", "zero2"):
-        buffer_bytes = sh.reduce_bucket_elements * sh.reduce_bytes * (2 if sh.overlap_comm else 1)
-        buffer_bytes = min(buffer_bytes, spec.n_params * sh.reduce_bytes * 2)
+    buffer_bytes = zero_buffer_bytes(sh, spec.n_params)
     unit_params, root_params = 0, 0
     if sh.method in ("fsdp", "zero3"):
         groups = units_of(spec, sh.unit_blocks)
@@ -175,6 +171,23 @@ def sharded_memory(strategy: Strategy, spec: ModelSpec) -> ShardedState | None:
         root_params, unit_params = params[0], max(params[1:])
     return ShardedState(stage, sh.shards, unit_params, root_params, sh.param_bytes, 3,
                         buffer_bytes, sh.offload)  # fmt: skip
+
+
+def zero_buffer_bytes(sh: Sharding, n_params: int) -> float:
+    """DeepSpeed's gradient buffer per GPU (0 for FSDP): ZeRO-1/2 with ``contiguous_gradients``
+    allocate ``reduce_bucket_size`` elements, twice with ``overlap_comm``
+    (``stage_1_and_2.py``'s ``ipg_buffer``), and without it flatten one bucket at a time
+    (``buffered_reduce_fallback``: at most the model's gradients while a bucket reduces);
+    ZeRO-3 keeps one flat ``reduce_bucket_size`` buffer with contiguous gradients
+    (``stage3.py``'s ``__ipg_bucket_flat_buffer``) and none without. DeepSpeed allocates the
+    contiguous buffers at their configured size whatever the model's (``torch.empty``)."""
+    if sh.method == "fsdp":
+        return 0.0
+    if not sh.contiguous_gradients:
+        flat = min(sh.reduce_bucket_elements, n_params) * sh.param_bytes
+        return float(flat) if sh.method in ("zero1", "zero2") else 0.0
+    buckets = 2 if sh.method in ("zero1", "zero2") and sh.overlap_comm else 1
+    return float(buckets * sh.reduce_bucket_elements * sh.param_bytes)
 
 
 def too_big(

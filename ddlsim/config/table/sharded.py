@@ -4,7 +4,8 @@
 Names and defaults are the frameworks' own: PyTorch's ``FullyShardedDataParallel`` arguments
 (``sharding_strategy``, ``backward_prefetch``, ``forward_prefetch``, ``limit_all_gathers``),
 Composer's mixed-precision presets and DeepSpeed's ZeRO configuration (``overlap_comm``,
-``reduce_bucket_size``, ``allgather_bucket_size``, ``offload_optimizer`` / ``offload_param``,
+``reduce_bucket_size``, ``allgather_bucket_size``, ``contiguous_gradients``,
+``offload_optimizer`` / ``offload_param``,
 FSDP's ``CPUOffload``); docs/design.md cites the sources.
 """
 
@@ -122,12 +123,27 @@ ROWS: tuple[Knob, ...] = (
         ZERO_BUCKET_ELEMENTS,
         "int",
         "--reduce-bucket-size",
-        "--comm zero1|zero2: DeepSpeed's reduce_bucket_size, gradient elements reduced at a "
-        "time (default: 500,000,000)",
+        "--comm zero1|zero2|zero3: DeepSpeed's reduce_bucket_size, gradient elements reduced "
+        "at a time by ZeRO-1/2, and the contiguous-gradient buffer's size (default: "
+        "500,000,000)",
         check=Range("reduce bucket size", 1, 1 << 40, integer=True),
         parse="int",
         metavar="ELEMENTS",
-        applies=_ZERO12,
+        applies=_ZERO,
+    ),
+    Knob(
+        "contiguous_gradients",
+        "execution",
+        True,
+        "bool",
+        "--no-contiguous-gradients",
+        "--comm zero1|zero2|zero3: DeepSpeed's contiguous_gradients false: no persistent "
+        "gradient buffer; ZeRO-1/2 flatten each bucket's gradients for its reduction and copy "
+        "them back (by default each gradient is copied into reduce_bucket_size buffers, two "
+        "with overlap_comm)",
+        negate=True,
+        sweep=False,
+        applies=_ZERO,
     ),
     Knob(
         "allgather_bucket_size",
