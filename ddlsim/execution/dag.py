@@ -373,10 +373,11 @@ def _add_sharded_nodes(
 
 
 def _wait_for_backprop(g: DiGraph, strategy: Strategy, bwd: dict[int, str]) -> None:
-    """Without overlap (BSP, or a CPU worker's cores doing the exchange), every all-reduce and
-    push waits for the end of the backward pass (a control edge from its last node)."""
+    """Without overlap (BSP, a CPU worker's cores doing the exchange, or a backward compiled
+    into XLA clusters), every all-reduce and push waits for the end of the backward pass (a
+    control edge from its last node)."""
     bsp = strategy.effective_schedule == "bsp"
-    if (bsp or not strategy.wait_free_backprop) and bwd:
+    if (bsp or not strategy.wait_free_backprop or strategy.compiled_backward) and bwd:
         last_bwd = bwd[min(bwd)]
         for node, data in list(g.nodes(data=True)):
             if data["kind"] in (NodeKind.ALLREDUCE, NodeKind.PUSH):
@@ -385,14 +386,16 @@ def _wait_for_backprop(g: DiGraph, strategy: Strategy, bwd: dict[int, str]) -> N
 
 def _ready_items(workload: Workload, strategy: Strategy) -> tuple[list[Item], list[Item]]:
     """Per layer with gradients and per gradient tensor, in the order backprop makes them
-    ready, with the calibrated time each becomes ready (end of its layer's backward pass)."""
+    ready, with the calibrated time each becomes ready (end of its layer's backward pass; of
+    the whole backward when it is compiled: :attr:`Strategy.compiled_backward`)."""
     layers, timings = workload.layers, workload.profile.layers
     dtype = strategy.grad_dtype
     by_layer: list[Item] = []
     by_tensor: list[Item] = []
     t = sum(x.fwd_time_s for x in timings)
+    end = t + sum(x.bwd_time_s for x in timings)  # a compiled backward's gradients: all at once
     for i in reversed(range(len(layers))):
-        t += timings[i].bwd_time_s
+        t = end if strategy.compiled_backward else t + timings[i].bwd_time_s
         layer = layers[i]
         if not layer.tensors:
             continue

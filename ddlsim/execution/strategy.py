@@ -67,6 +67,9 @@ class Strategy:
     decodes real data: the host CPUs (``host``) or the GPUs (``dali``, whose decode cost is part
     of the calibrated compute). ``wait_free_backprop`` overlaps each exchange with the rest of
     the backward pass; without it every exchange waits for the end of backprop (CPU workers).
+    ``compiled_backward``: the backward runs as one compiled cluster whose gradients all leave
+    it at its end (TensorFlow's XLA auto-clustering around collectives it cannot compile):
+    every exchange waits for the end of backprop, and all gradients are ready at once.
     ``algorithm`` (``auto`` = what ``nccl_version`` picks per call, ``ring``, ``tree``) and
     ``nccl_protocol`` are ``NCCL_ALGO`` / ``NCCL_PROTO``; ``horovod_version`` selects the
     release's negotiation; ``response_cache`` is ``HOROVOD_CACHE_CAPACITY`` > 0 (0.16+).
@@ -95,6 +98,7 @@ class Strategy:
     ps_colocated: bool = True
     ps_placement: str = "cpu"
     wait_free_backprop: bool = True
+    compiled_backward: bool = False
     schedule: str = "auto"
     partition_bytes: int = DEFAULT_PARTITION_BYTES
     bucket_cap_bytes: int = DDP_BUCKET_CAP_BYTES

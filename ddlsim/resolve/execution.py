@@ -56,6 +56,11 @@ def resolve_strategy(
         # a CPU worker's own cores move and sum the gradients (Gloo / MPI on the host), so its
         # communication cannot hide behind backprop: it follows the backward pass
         wait_free_backprop=cluster.device.kind != "cpu",
+        # TensorFlow's XLA auto-clustering compiles the backward into clusters around the
+        # exchange's ops, which XLA cannot compile (Horovod's HorovodAllreduce unless
+        # HOROVOD_ENABLE_XLA_OPS, off by default; docs/design.md): the gradients leave the
+        # compiled backward together at its end, so no exchange overlaps it
+        compiled_backward=x.fusion == "xla" and x.framework == "tensorflow",
         fusion_threshold_bytes=fusion_bytes,
         cycle_time_s=cycle_s,
         schedule=x.schedule,
