@@ -39,7 +39,8 @@ def test_tiles_are_flash_attns():
     bwd = fg.flash_tiles(2, "bwd", 128, "ampere")
     assert (bwd.rows, bwd.cols, bwd.ctas_per_sm("ampere")) == (64, 128, 1)
     assert fg.flash_tiles(2, "fwd", 80, "ampere") == fg.flash_tiles(2, "fwd", 96, "ampere")
-    assert (fg.flash_tiles(1, "fwd", 128, "ampere").rows, fg.flash_tiles(1, "fwd", 128, "ampere").cols) == (16, 128)  # fmt: skip
+    fa1 = fg.flash_tiles(1, "fwd", 128, "ampere")
+    assert (fa1.rows, fa1.cols) == (16, 128)
     assert fg.flash_tiles(1, "bwd", 64, "ampere").cols == 256
     with pytest.raises(ConfigError, match="FlashAttention 1 at head dim 256"):
         flash_attention_s(1, 1, 1024, 256, A100, "bf16", version=1)
@@ -113,7 +114,8 @@ def test_efficiency_rises_to_the_asymptote(version, direction):
     """Long sequences approach the paper's asymptote from below; short ones sit well under
     it (few KV tiles per CTA, fixed costs, the diagonal tiles computed whole)."""
     asymptote = fg.flash_asymptote(A100, version, direction)
-    effs = [_efficiency(A100, version, s, direction=direction, causal=True) for s in (512, 2048, 8192, 65536)]  # fmt: skip
+    seqs = (512, 2048, 8192, 65536)
+    effs = [_efficiency(A100, version, s, direction=direction, causal=True) for s in seqs]
     assert effs == sorted(effs)
     assert effs[-1] <= asymptote and effs[-1] > 0.9 * asymptote
     assert effs[0] < 0.7 * asymptote

@@ -117,7 +117,7 @@ def flash_tiles(version: int, direction: str, head_dim: int, arch: str) -> Flash
     ``arch`` (FA3: taken as FA2's, its Hopper kernel's 128 x 128 not modelled separately)."""
     d = _padded_head_dim(version, head_dim)
     if version == 1:  # fmha_{fwd,bwd}_hdim*.cu: Bc 128 at head dim 128, 256 below (s >= 256)
-        cols = 128 if d == 128 or arch == "turing" and direction == "bwd" else 256
+        cols = 128 if d == 128 or (arch == "turing" and direction == "bwd") else 256
         warps = 4 if direction == "fwd" else 8
         # Q step, K and V blocks in shared memory (fmha::get_dynamic_smem_size)
         return FlashTiles(FA1_STEP_ROWS, cols, warps, (FA1_STEP_ROWS + 2 * cols) * d * 2)
@@ -180,7 +180,9 @@ def _waves_s(ctas: list[tuple[float, int]], slots: int) -> float:
     return max(max(t for t, count in ctas if count), math.ceil(n / slots) * mean)
 
 
-def fa2_s(heads: int, seq: int, d: int, tiles: FlashTiles, grid: Grid, causal: bool, bwd: bool):
+def fa2_s(
+    heads: int, seq: int, d: int, tiles: FlashTiles, grid: Grid, causal: bool, bwd: bool
+) -> float:
     """FA2's main kernel over ``heads`` (batch x heads) sequences. Forward
     (``flash_fwd_kernel.h``, ``compute_attn_1rowblock``): a CTA per (Q tile, head), iterating
     over the KV tiles up to and including the diagonal (``n_block_max``). Backward
@@ -233,7 +235,9 @@ def _fa1_parallel_bwd(heads: int, slots: int, seq: int, cols: int, causal: bool)
     return waves_1 / math.ceil(waves_1) < waves_n / math.ceil(waves_n) / discount
 
 
-def fa1_s(heads: int, seq: int, d: int, tiles: FlashTiles, grid: Grid, causal: bool, bwd: bool):
+def fa1_s(
+    heads: int, seq: int, d: int, tiles: FlashTiles, grid: Grid, causal: bool, bwd: bool
+) -> tuple[float, bool]:
     """FA1's kernel (``fmha_fprop_kernel_1xN.h`` / ``fmha_dgrad_kernel_1xN_loop.h``): the outer
     loop over KV blocks of ``Bc``, the inner over 16-row Q steps (causal: from the diagonal
     step ``j.Bc/16`` on, ``begin``), K and V loaded (backward: dK and dV written) once a block.

@@ -18,18 +18,18 @@ recomputing the scores (2.5x the forward FLOPs; Dao et al. 2022).
 
 from __future__ import annotations
 
+from ddlsim.compute.flash_grid import (
+    fa1_s,
+    fa2_s,
+    flash_grid,
+    flash_tiles,
+)
 from ddlsim.compute.gemm import (
     ELEM_BYTES,
     GemmModel,
     check_precision,
     default_gemm_model,
     unit_peak,
-)
-from ddlsim.compute.flash_grid import (
-    fa1_s,
-    fa2_s,
-    flash_grid,
-    flash_tiles,
 )
 from ddlsim.errors import ConfigError
 from ddlsim.system.specs import DeviceSpec
