@@ -98,10 +98,14 @@ def test_fa1_split_heuristics():
     direction=st.sampled_from(["fwd", "bwd"]),
 )
 def test_causal_never_slower_and_time_grows_with_seq(seq, head_dim, version, direction):
+    """Causal skips tiles; a longer sequence has no fewer (FA1's backward excepted: at a
+    longer sequence its heuristic may pick the KV-split grid, which can be faster)."""
     kw = {"direction": direction, "version": version}
     causal = flash_attention_s(2, 16, seq, head_dim, A100, "bf16", causal=True, **kw)
     full = flash_attention_s(2, 16, seq, head_dim, A100, "bf16", causal=False, **kw)
     assert causal <= full * (1 + 1e-12)
+    if version == 1 and direction == "bwd":  # FA1's heuristic may switch to the split grid
+        return
     for c in (False, True):
         here = flash_attention_s(2, 16, seq, head_dim, A100, "bf16", causal=c, **kw)
         longer = flash_attention_s(2, 16, seq + 64, head_dim, A100, "bf16", causal=c, **kw)

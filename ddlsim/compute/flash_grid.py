@@ -224,8 +224,10 @@ def _fa1_splits_fwd(heads: int, slots: int, max_splits: int) -> int:
 
 def _fa1_parallel_bwd(heads: int, slots: int, seq: int, cols: int, causal: bool) -> bool:
     """Whether FA1's backward splits the KV blocks over CTAs (``fmha_bwd_launch_template.h``,
-    ``num_splits_heuristic_bwd``)."""
-    splits = seq // cols
+    ``num_splits_heuristic_bwd``), over the KV length rounded up to whole blocks
+    (``fmha_api.cpp``, ``mha_bwd``: ``max_seqlen_k``)."""
+    splits = math.ceil(seq / cols)
+    seq = splits * cols
     if splits <= 1:
         return False
     if causal and splits >= 10:
