@@ -239,23 +239,26 @@ def _fa1_parallel_bwd(heads: int, slots: int, seq: int, cols: int, causal: bool)
 
 def fa1_s(
     heads: int, seq: int, d: int, tiles: FlashTiles, grid: Grid, causal: bool, bwd: bool
-) -> tuple[float, bool]:
+) -> tuple[float, int]:
     """FA1's kernel (``fmha_fprop_kernel_1xN.h`` / ``fmha_dgrad_kernel_1xN_loop.h``): the outer
     loop over KV blocks of ``Bc``, the inner over 16-row Q steps (causal: from the diagonal
     step ``j.Bc/16`` on, ``begin``), K and V loaded (backward: dK and dV written) once a block.
     Forward: a CTA per (head, split of the Q steps); backward: a CTA per head, or per (head, KV
-    block) when the heuristic splits them. Returns (seconds, whether the backward split)."""
+    block) when the heuristic splits them. Returns (seconds, the memory-bound kernels the split
+    backward adds: ``mha_bwd``'s ``dq_tmp.zero_()``, the dO.O kernel, ``dq.copy_(dq_tmp)``)."""
     steps, blocks = math.ceil(seq / tiles.rows), math.ceil(seq / tiles.cols)
     per_block = tiles.cols // tiles.rows
     todo = [steps - (j * per_block if causal else 0) for j in range(blocks)]
     kv_bytes = (4 if bwd else 2) * tiles.cols * d * grid.elem_bytes
     block_s = [grid.byte_s * kv_bytes + grid.iteration_s * n for n in todo]
     if not bwd:
-        splits = _fa1_splits_fwd(heads, grid.slots, min(30, steps))
+        # run_fmha_fwd_loop's bound ``min(30, (seqlen_q + M - 1 / M))`` is ``seqlen_q + M``
+        # past 30 by precedence: CTAs beyond the steps return at once
+        splits = _fa1_splits_fwd(heads, grid.slots, min(30, seq + tiles.rows))
         per_cta = sum(
             grid.byte_s * kv_bytes + grid.iteration_s * math.ceil(n / splits) for n in todo
         )
-        return _waves_s([(per_cta, heads * splits)], grid.slots), False
+        return _waves_s([(per_cta, heads * splits)], grid.slots), 0
     if _fa1_parallel_bwd(heads, grid.slots, seq, tiles.cols, causal):
-        return _waves_s([(t, heads) for t in block_s], grid.slots), True
-    return _waves_s([(sum(block_s), heads)], grid.slots), False
+        return _waves_s([(t, heads) for t in block_s], grid.slots), 3
+    return _waves_s([(sum(block_s), heads)], grid.slots), 0

@@ -188,8 +188,9 @@ def flash_attention_s(
     main-loop asymptote, a fixed cost per CTA, waves over the SMs; ``causal`` skips the tiles
     above the diagonal), never under q, k, v, o (and their gradients) once through DRAM. The
     backward that accumulates dQ in fp32 over CTAs (FA2, FA1 when it splits the KV blocks) adds
-    two memory-bound kernels: dO.O (reads dO and O, writes the fp32 row sums and zeroes the dQ
-    accumulator) and dQ's conversion (reads the fp32 accumulator, writes dQ)."""
+    memory-bound kernels: dO.O (reads dO and O, writes the fp32 row sums), the fp32 dQ
+    accumulator zeroed (FA2: by the dO.O kernel; FA1: a memset) and dQ's conversion (reads the
+    accumulator, writes dQ)."""
     if precision not in ("fp16", "bf16", "fp8"):
         raise ConfigError(f"FlashAttention at {precision}: it runs fp16 / bf16 (fp8: FA3)")
     check_precision(device, precision)
@@ -208,12 +209,12 @@ def flash_attention_s(
     )  # fmt: skip
     n = batch * heads
     if v == 1:
-        main, accumulates = fa1_s(n, seq, head_dim, tiles, grid, causal, bwd)
+        main, extra_kernels = fa1_s(n, seq, head_dim, tiles, grid, causal, bwd)
     else:  # FA3 on FA2's grid (its Hopper kernel's own tiles are not modelled)
-        main, accumulates = fa2_s(n, seq, head_dim, tiles, grid, causal, bwd), bwd
+        main, extra_kernels = fa2_s(n, seq, head_dim, tiles, grid, causal, bwd), 2 * bwd
     tensors = (8 if bwd else 4) * n * seq * head_dim * p
     seconds = m.launch_s + max(main, tensors / bandwidth)
-    if accumulates:  # dO.O (+ zeroed fp32 dQ) and dQ's conversion: two memory-bound kernels
+    if extra_kernels:  # dO.O, the fp32 dQ zeroed, dQ converted: 2 kernels (FA2), 3 (FA1)
         moved = n * seq * (2 * head_dim * p + 4 + 4 * head_dim + 4 * head_dim + head_dim * p)
-        seconds += 2 * m.stream_launch_s + moved / bandwidth
+        seconds += extra_kernels * m.stream_launch_s + moved / bandwidth
     return seconds
