@@ -132,3 +132,18 @@ def test_hopper_runs_ampere_kernels_at_a_smaller_share():
     fa2, fa3 = (_efficiency(H100, v, 16384) for v in (2, 3))
     assert fa2 < fg.FLASH_ASYMPTOTE_HOPPER[2][0] < 0.5 < fa3
     assert math.isclose(fg.FLASH_ASYMPTOTE_HOPPER[1][0], 0.342 * 0.40 / 0.73)
+
+
+def test_fa1_forward_is_kv_blocks_of_split_q_steps():
+    """FA1's forward, one head of 2048 tokens at head dim 128 on A100: 16 KV blocks of 128,
+    128 Q steps of 16 split 29 ways (the fewest within 95% of 30's wave efficiency): one wave
+    of 29 CTAs, each 16 x (K and V loaded + 5 Q steps)."""
+    tiles = fg.flash_tiles(1, "fwd", 128, "ampere")
+    grid = fg.flash_grid(
+        A100, tiles, 128, "fwd", peak_flops=A100.peak_fp16_flops, stream_Bps=1e12,
+        elem_bytes=2, version=1,
+    )  # fmt: skip
+    assert fg._fa1_splits_fwd(1, grid.slots, 30) == 29
+    seconds, extra = fg.fa1_s(1, 2048, 128, tiles, grid, causal=False, bwd=False)
+    kv = grid.byte_s * 2 * 128 * 128 * 2
+    assert extra == 0 and seconds == pytest.approx(16 * (kv + 5 * grid.iteration_s))
