@@ -114,21 +114,15 @@ def test_unit_peaks_per_generation_and_precision():
 
 
 def test_flash_attention_versions_and_refusals():
+    """Each version runs where flash-attn runs it (the grid's numbers: tests/test_flash_grid.py)."""
     a100, t4, h100 = (catalog.kernel_device(g) for g in ("a100", "t4", "h100"))
     b, h, s, d = 8, 16, 2048, 128
     fwd = flash_attention_s(b, h, s, d, a100, "bf16")
-    flops = 4.0 * b * h * s * s * d
-    assert fwd == pytest.approx(MODEL.launch_s + flops / (0.615 * a100.peak_fp16_flops))
-    bwd = flash_attention_s(b, h, s, d, a100, "bf16", direction="bwd")
-    assert bwd - MODEL.launch_s == pytest.approx(2.5 * (fwd - MODEL.launch_s) * 0.615 / 0.50)
-    causal = flash_attention_s(b, h, s, d, a100, "fp16", causal=True)
-    assert causal - MODEL.launch_s == pytest.approx((fwd - MODEL.launch_s) / 2)
     fa3 = flash_attention_s(b, h, s, d, h100, "fp16", version=3)
-    assert fa3 < fwd / 3  # FA3 at 75% of 989 TFLOP/s
+    assert fa3 < fwd / 2.5  # FA3 at 75% of 989 TFLOP/s, FA2 at 73% of 312
     fa2 = flash_attention_s(b, h, s, d, h100, "fp16")  # PyTorch's: FA2, 34% of Hopper's peak
-    assert fa2 - MODEL.launch_s == pytest.approx(flops / (0.342 * h100.peak_fp16_flops))
     fa1 = flash_attention_s(b, h, s, d, h100, "fp16", version=1)  # FA1: FA2's Hopper share
-    assert (fa1 - MODEL.launch_s) / (fa2 - MODEL.launch_s) == pytest.approx(0.615 / 0.325)
+    assert fa3 < fa2 < fa1
     flash_attention_s(b, h, s, d, t4, "fp16")  # FlashAttention 1 runs on Turing
     for kwargs, device, words in (
         ({"version": 2}, t4, ["FlashAttention 2", "t4", "turing"]),

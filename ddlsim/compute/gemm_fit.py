@@ -76,7 +76,7 @@ CHECK_ONLY_STATS = ("best_shape_mean100", "event10_median5")
 
 def fitted_row(row: MeasuredKernel) -> bool:
     """Whether a row enters the fits: not timed by a check-only statistic, not FlashAttention
-    (its efficiencies are a paper's, :data:`ddlsim.compute.transformer_ops.FLASH_EFFICIENCY`;
+    (its main-loop asymptotes are a paper's, :data:`ddlsim.compute.flash_grid.FLASH_ASYMPTOTE`;
     the fit has no term for them)."""
     return row.time_stat not in CHECK_ONLY_STATS and not row.is_flash
 

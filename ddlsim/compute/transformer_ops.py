@@ -12,12 +12,18 @@ step (:data:`UNFUSED_KERNELS`: scale, mask and softmax as three kernels read and
 scores three times); fused, one kernel reads each input once and writes each output once.
 
 **FlashAttention** (:func:`flash_attention_s`) never writes the ``s x s`` scores: one fused
-kernel at a paper's fraction of the tensor-core peak (:data:`FLASH_EFFICIENCY`), its backward
+kernel timed from its grid of tiles (:mod:`ddlsim.compute.flash_grid`), its backward
 recomputing the scores (2.5x the forward FLOPs; Dao et al. 2022).
 """
 
 from __future__ import annotations
 
+from ddlsim.compute.flash_grid import (
+    fa1_s,
+    fa2_s,
+    flash_grid,
+    flash_tiles,
+)
 from ddlsim.compute.gemm import (
     ELEM_BYTES,
     GemmModel,
@@ -77,23 +83,6 @@ PASSES = {
 #: kernels an op is unfused into: scale, mask (added), softmax -- each reads and writes the scores
 UNFUSED_KERNELS = {"softmax": 3}
 DIRECTIONS = ("fwd", "bwd")
-#: fraction of the tensor-core peak FlashAttention's kernels sustain (forward, backward), by
-#: version. Paper constants, not fitted: FA1 25-40% of A100 peak (Dao 2023, sec. 1: "only
-#: 25-40%"), midpoint; FA2 50-73% forward (Dao 2023), midpoint, and its backward lower (the
-#: paper's backward tops out near the bottom of that range: 0.50); FA3 ~75% on H100 fp16
-#: (Shah et al. 2024: 740 of 989 TFLOP/s), its backward taken as FA2's ratio of backward to
-#: forward (0.50 / 0.615).
-FLASH_EFFICIENCY = {1: (0.325, 0.265), 2: (0.615, 0.50), 3: (0.75, 0.61)}
-#: the same on Hopper for the versions written with Ampere's warp-level ``mma.sync`` (FA1, FA2:
-#: no ``wgmma``, no TMA), which reach a smaller share of Hopper's peak: FA2 on H100 at head
-#: dim 128, 16k tokens, 338 TFLOP/s forward and about 300 backward of 989 (Shah et al. 2024,
-#: FlashAttention-3, Figs. 5-6, the FlashAttention-2 baselines); FA1 at FA2's Hopper share
-#: times FA1's Ampere ratio to FA2 (the same instructions); FA3 is Hopper's own kernel
-FLASH_EFFICIENCY_HOPPER = {
-    1: (0.342 * 0.325 / 0.615, 0.30 * 0.265 / 0.50),
-    2: (0.342, 0.30),
-    3: FLASH_EFFICIENCY[3],
-}
 #: the version a framework runs unless told otherwise: FlashAttention 2, the flash backend of
 #: PyTorch's scaled_dot_product_attention (2.2+); FA3 is a separate, Hopper-only install
 DEFAULT_FLASH_VERSION = 2
@@ -105,12 +94,6 @@ FLASH_ARCHS = {
     2: ("ampere", "hopper", "blackwell"),
     3: ("hopper",),
 }
-#: architectures whose tensor-core peak needs instructions newer than Ampere's ``mma.sync``
-#: (Hopper's ``wgmma``, Blackwell's ``tcgen05``): FLASH_EFFICIENCY_HOPPER; on Blackwell an
-#: assumption (no FA2 measurement there: datasheet-only)
-HOPPER_ARCHS = ("hopper", "blackwell")
-#: FlashAttention's backward recomputes the scores: 2.5x the forward FLOPs (transformer facts 4.1)
-FLASH_BACKWARD_FLOPS = 2.5
 
 
 def op_bytes(
@@ -200,10 +183,14 @@ def flash_attention_s(
     version: int | None = None,
     model: GemmModel | None = None,
 ) -> float:
-    """Seconds of FlashAttention (one fused kernel) over ``batch x heads`` sequences of ``seq``
-    tokens with ``head_dim``: forward FLOPs 4.b.h.s^2.d (QK^T and PV; halved when ``causal``:
-    the kernel skips the masked tiles), x2.5 backward, at :data:`FLASH_EFFICIENCY` of the
-    tensor-core peak; never under q, k, v, o (and their gradients) once through DRAM."""
+    """Seconds of FlashAttention over ``batch x heads`` sequences of ``seq`` tokens with
+    ``head_dim``: its kernel grid (:mod:`ddlsim.compute.flash_grid`: tiles at the version's
+    main-loop asymptote, a fixed cost per CTA, waves over the SMs; ``causal`` skips the tiles
+    above the diagonal), never under q, k, v, o (and their gradients) once through DRAM. The
+    backward that accumulates dQ in fp32 over CTAs (FA2, FA1 when it splits the KV blocks) adds
+    memory-bound kernels: dO.O (reads dO and O, writes the fp32 row sums), the fp32 dQ
+    accumulator zeroed (FA2: by the dO.O kernel; FA1: a memset) and dQ's conversion (reads the
+    accumulator, writes dQ)."""
     if precision not in ("fp16", "bf16", "fp8"):
         raise ConfigError(f"FlashAttention at {precision}: it runs fp16 / bf16 (fp8: FA3)")
     check_precision(device, precision)
@@ -213,13 +200,21 @@ def flash_attention_s(
     if direction not in DIRECTIONS:
         raise ConfigError(f"unknown direction {direction!r}; valid: {', '.join(DIRECTIONS)}")
     peak, _ = unit_peak(device, precision)
-    flops = 4.0 * batch * heads * seq * seq * head_dim * (0.5 if causal else 1.0)
-    bwd = direction == "bwd"
-    if bwd:
-        flops *= FLASH_BACKWARD_FLOPS
-    table = FLASH_EFFICIENCY_HOPPER if device.arch in HOPPER_ARCHS else FLASH_EFFICIENCY
-    efficiency = table[v][1 if bwd else 0]
     m = model or default_gemm_model()
-    tensors = (8 if bwd else 4) * batch * heads * seq * head_dim * ELEM_BYTES[precision]
-    memory = tensors / stream_Bps(device, m)
-    return m.launch_s + max(flops / (efficiency * peak), memory)
+    bandwidth, p, bwd = stream_Bps(device, m), ELEM_BYTES[precision], direction == "bwd"
+    tiles = flash_tiles(v, direction, head_dim, device.arch)
+    grid = flash_grid(
+        device, tiles, head_dim, direction,
+        peak_flops=peak, stream_Bps=bandwidth, elem_bytes=p, version=v,
+    )  # fmt: skip
+    n = batch * heads
+    if v == 1:
+        main, extra_kernels = fa1_s(n, seq, head_dim, tiles, grid, causal, bwd)
+    else:  # FA3 on FA2's grid (its Hopper kernel's own tiles are not modelled)
+        main, extra_kernels = fa2_s(n, seq, head_dim, tiles, grid, causal, bwd), 2 * bwd
+    tensors = (8 if bwd else 4) * n * seq * head_dim * p
+    seconds = m.launch_s + max(main, tensors / bandwidth)
+    if extra_kernels:  # dO.O, the fp32 dQ zeroed, dQ converted: 2 kernels (FA2), 3 (FA1)
+        moved = n * seq * (2 * head_dim * p + 4 + 4 * head_dim + 4 * head_dim + head_dim * p)
+        seconds += extra_kernels * m.stream_launch_s + moved / bandwidth
+    return seconds
