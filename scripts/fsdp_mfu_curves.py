@@ -58,6 +58,28 @@ def collect(path: Path) -> tuple[dict, dict]:
     return errors, curves
 
 
+def curve_changes(curves: dict) -> list[tuple]:
+    """Per curve of two or more GPU counts: ``(key, [(gpus, measured, predicted)], change
+    measured, change predicted)``, the changes from the smallest to the largest count (points of
+    one count averaged)."""
+    out = []
+    for key, points in sorted(curves.items()):
+        if len(points) < 2:
+            continue
+        row = []
+        for n in sorted(points):
+            pts = points[n]
+            row.append((n, sum(m for m, _ in pts) / len(pts), sum(p for _, p in pts) / len(pts)))
+        out.append((key, row, row[-1][1] - row[0][1], row[-1][2] - row[0][2]))
+    return out
+
+
+def right_direction(d_measured: float, d_predicted: float) -> bool:
+    """Whether the predicted change has the measured one's direction (a flat measured curve,
+    change 0, counts as falling)."""
+    return (d_measured > 0) == (d_predicted > 0)
+
+
 def main(argv: list[str]) -> int:
     """Print the table, the curves and the counts (module docstring); exit status 0."""
     path = Path(argv[0] if argv else "traces/measured/runs_transformers.csv")
@@ -67,18 +89,12 @@ def main(argv: list[str]) -> int:
         mape = 100 * sum(map(abs, errs)) / len(errs)
         bias = 100 * sum(errs) / len(errs)
         print(f"{gpu:15s} {b:>7s} {len(errs):4d} {mape:6.1f}% {bias:+6.1f}%")
-    right = within = total = 0
+    changes = curve_changes(curves)
+    right = within = 0
     print(f"\nMFU at {CURVE_TOKENS:,} tokens, measured / predicted, by GPU count")
-    for (gpu, model), points in sorted(curves.items()):
-        if len(points) < 2:
-            continue
-        row = []
-        for n in sorted(points):
-            pts = points[n]
-            row.append((n, sum(m for m, _ in pts) / len(pts), sum(p for _, p in pts) / len(pts)))
-        d_meas, d_pred = row[-1][1] - row[0][1], row[-1][2] - row[0][2]
-        ok = (d_meas > 0) == (d_pred > 0)
-        total, right = total + 1, right + ok
+    for (gpu, model), row, d_meas, d_pred in changes:
+        ok = right_direction(d_meas, d_pred)
+        right += ok
         within += abs(d_meas - d_pred) <= TOLERANCE_POINTS
         cells = "  ".join(f"{n}:{m:.1f}/{p:.1f}" for n, m, p in row)
         print(
@@ -86,8 +102,8 @@ def main(argv: list[str]) -> int:
             f"predicted {d_pred:+.1f} {'right' if ok else 'WRONG'}"
         )
     print(
-        f"direction right for {right} of {total} curves; change within "
-        f"{TOLERANCE_POINTS:g} points for {within} of {total}"
+        f"direction right for {right} of {len(changes)} curves; change within "
+        f"{TOLERANCE_POINTS:g} points for {within} of {len(changes)}"
     )
     return 0
 
