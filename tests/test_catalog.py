@@ -719,6 +719,16 @@ def test_clocks_come_all_together(tmp_path: Path) -> None:
     doc["devices"]["a10"]["base_clock_MHz"] = 2000
     with pytest.raises(CatalogError, match="above the boost clock"):
         catalog._load_catalog(devices_path=_write(tmp_path, "devices.json", doc))
+    doc = _doc("devices.json")
+    doc["devices"]["h100"]["tensor_clock_MHz"] = 2000
+    with pytest.raises(CatalogError, match="outside base"):
+        catalog._load_catalog(devices_path=_write(tmp_path, "devices.json", doc))
+    doc = _doc("devices.json")
+    doc["devices"]["a10"]["tensor_clock_MHz"] = 1500
+    for key in ("base_clock_MHz", "boost_clock_MHz", "max_power_W"):
+        del doc["devices"]["a10"][key]
+    with pytest.raises(CatalogError, match="comes with the clocks"):
+        catalog._load_catalog(devices_path=_write(tmp_path, "devices.json", doc))
 
 
 def test_a_memory_variant_shares_its_silicons_calibrations(tmp_path) -> None:

@@ -3,6 +3,7 @@ board's power limit binds, never under the base clock, relaxing over the load.""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -103,3 +104,22 @@ def test_mamf_best_shape_rows_are_checked_not_fitted():
     mamf = [r for r in rows if r.time_stat == "best_shape_mean100"]
     assert mamf and not any(gemm_fit.fitted_row(r) for r in mamf)
     assert all(gemm_fit.fitted_row(r) for r in rows if r.source == "vidur")
+
+
+@pytest.mark.parametrize("gpu, sms", [("h100", 132), ("h100-pcie", 114)])
+def test_hopper_tensor_peaks_are_at_their_own_clock(gpu, sms):
+    """H100 datasheets quote the dense tensor peaks at 1830 / 1620 MHz (SMs x 4096 FLOP/clk),
+    the fp32 peak at the 1980 / 1755 MHz boost: the power-limited floor is base / that clock."""
+    d = catalog.device(gpu)
+    assert sms * 4096 * d.tensor_clock_hz == pytest.approx(d.peak_fp16_flops, rel=0.002)
+    assert sms * 256 * d.boost_clock_hz == pytest.approx(d.peak_fp32_flops, rel=0.005)
+    assert gpu_clock.base_fraction(d, True) == pytest.approx(d.base_clock_hz / d.tensor_clock_hz)
+    assert gpu_clock.base_fraction(d) == pytest.approx(d.base_clock_hz / d.boost_clock_hz)
+    assert gpu_clock.peak_clock_hz(catalog.device("a100"), True) == 1.41e9  # A100: at boost
+
+
+def test_a_hopper_tensor_kernel_never_sits_under_its_base_clock():
+    h100 = catalog.device("h100")
+    starved = dataclasses.replace(MODEL, tensor_pJ_per_flop_nm=1.0)  # far above the budget
+    clock = clock_fraction(h100, h100.peak_fp16_flops, True, starved, None)
+    assert clock == pytest.approx(1590 / 1830)

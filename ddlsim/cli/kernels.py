@@ -37,7 +37,9 @@ vision shapes = square inputs (image CNN layers).
 
 transformer kernel files (columns gpu, precision, op, batch, m, n, k or rows, cols, time_us,
 time_stat): cuBLAS GEMMs and memory-bound ops, predicted as kernel time + the timing method's
-overhead per call, summarised per (GPU, precision, op) with the leave-one-GPU-out MAPE.
+overhead per call, summarised per (GPU, precision, op) with the leave-one-GPU-out MAPE. A
+source whose own records name the board maps its rows there (Vidur's a100-80gb: the A100 80GB
+PCIe, gemm_check.SOURCE_GPU).
 
 examples:
   ddlsim kernels traces/measured/kernels/deepbench_conv_fp32.csv

@@ -248,7 +248,8 @@ def clock_fraction(
     :mod:`ddlsim.compute.gpu_clock`."""
     energy = model.tensor_pJ_per_flop_nm if tensor else model.cuda_pJ_per_flop_nm
     budget = unit_power_budget(device, peak, tensor)
-    sustained = gpu_clock.sustained_fraction(budget, gpu_clock.base_fraction(device), energy)
+    floor = gpu_clock.base_fraction(device, tensor)
+    sustained = gpu_clock.sustained_fraction(budget, floor, energy)
     return gpu_clock.mean_clock_fraction(sustained, load_s, model.power_window_s)
 
 

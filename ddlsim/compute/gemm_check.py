@@ -45,6 +45,14 @@ CALLS = {("vidur", "add", "microsoft/phi-2"): 2}
 #: the (source, op) rows that time a ``torch.compile``'d function (the README of the measured
 #: files: LLMCompass's layernorm and gelu; its softmax is eager ``torch.softmax``)
 COMPILED = {("llmcompass", "layernorm"), ("llmcompass", "gelu")}
+#: (source, the file's GPU name) -> the catalog GPU it ran on, where the source's own records
+#: say more than the file's name. Vidur's ``a100-80gb`` (its SKU config: 80 GB, no form factor):
+#: its docs/profiling.md shares compute profiles between Azure NC96ads_A100_v4 (4 x A100 80GB
+#: PCIe, 300 W, pairwise NVLink bridges) and DGX A100, and its longest fp16 GEMMs top out at
+#: 226 TFLOPS (72 % of the dense peak) where LLMCompass's "A100 80GB" reaches 288 on the
+#: same-size bf16 GEMMs: a 300 W board's sustained clock, not a 400 W SXM4's (docs/design.md,
+#: "Transformer kernels", the power-limited clock)
+SOURCE_GPU = {("vidur", "a100-80gb"): "a100-pcie-80gb"}
 #: FlashAttention's ops in a GEMM-format file -> the direction
 FLASH_OPS = {"flash_fwd": "fwd", "flash_bwd": "bwd"}
 
@@ -132,8 +140,9 @@ def read_transformer_csv(path: str | Path) -> tuple[list[MeasuredKernel], list[S
 
 def _parse(record: dict[str, str], line: int, gemm: bool) -> MeasuredKernel | Skip:
     gpu = (record.get("gpu") or "").strip()
+    source = (record.get("source_id") or "").strip()
     try:
-        device = catalog.kernel_device(gpu)
+        device = catalog.kernel_device(SOURCE_GPU.get((source, gpu), gpu))
     except ConfigError:
         return Skip(line, gpu, None, f"unknown GPU {gpu!r} (not in the catalog)")
     precision, op = record["precision"].strip(), record["op"].strip()
@@ -150,7 +159,6 @@ def _parse(record: dict[str, str], line: int, gemm: bool) -> MeasuredKernel | Sk
         return Skip(line, gpu, None, "a size or time_us is not a number")
     if min(dims) < 1 or not (math.isfinite(time_us) and time_us > 0):
         return Skip(line, gpu, None, "a size < 1 or a time that is not positive")
-    source = (record.get("source_id") or "").strip()
     calls = CALLS.get((source, op, (record.get("model") or "").strip()), 1)
     compiled = (source, op) in COMPILED
     causal = op in FLASH_OPS and "causal" in (record.get("source_op") or "")

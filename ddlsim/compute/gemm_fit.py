@@ -154,7 +154,7 @@ def design(rows: Sequence[MeasuredKernel], model: GemmModel) -> Design:
             gemm[i] = True
             cols["tiles_s"][i], cols["memory_s"][i] = parts.boost_compute_s * eff, parts.memory_s
             cols["budget"][i] = unit_power_budget(r.device, peak, bool(tensor[i]))
-            cols["floor"][i] = gpu_clock.base_fraction(r.device)
+            cols["floor"][i] = gpu_clock.base_fraction(r.device, bool(tensor[i]))
             cols["load_calls"][i] = TIMING_CALLS[r.time_stat]
         else:
             rows_, c = r.dims

@@ -1,12 +1,13 @@
 """The clock a GPU holds under a dense GEMM: its boost clock until the board's power limit binds.
 
-The catalog's peaks are at the boost clock. A dense matrix product keeps every lane of the unit
-it runs on busy, and a board whose power limit (``max_power_w``, the datasheet's TDP) is small
-for its peak cannot hold that clock for long: GPU Boost lowers the clock until the board's power
-is back at its limit. The kernel files show it (docs/design.md, "Transformer kernels"): on the
-70 W T4 the measured / predicted ratio of compute-bound GEMMs is ~0.9 below 1 ms and ~1.9 from
-a few milliseconds on, on both NeuSight's and DeepBench's rows; the 75 W P4's batched GEMMs
-settle at ~1.3, its boost / base clock; the 250-400 W V100s and A100s show no such step.
+The catalog's peaks are at the boost clock (Hopper's tensor cores: below it, see below). A
+dense matrix product keeps every lane of the unit it runs on busy, and a board whose power limit
+(``max_power_w``, the datasheet's TDP) is small for its peak cannot hold that clock for long:
+GPU Boost lowers the clock until the board's power is back at its limit. The kernel files show
+it (docs/design.md, "Transformer kernels"): on the 70 W T4 the measured / predicted ratio of
+compute-bound GEMMs is ~0.9 below 1 ms and ~1.9 from a few milliseconds on, on both NeuSight's
+and DeepBench's rows; the 75 W P4's batched GEMMs settle at ~1.3, its boost / base clock; the
+250-400 W V100s and A100s show no such step.
 
 Three terms, each with what it stands for:
 
@@ -26,6 +27,18 @@ Three terms, each with what it stands for:
   (``power_window_s``, fitted) and a call's mean clock is the mean over the load it belongs to
   (:func:`mean_clock_fraction`: a measurement's back-to-back calls, or a training step's
   continuous load).
+
+Every fraction is of the clock the unit's catalogued peak is quoted at (:func:`peak_clock_hz`),
+since it multiplies that peak: the budget is the TDP per peak FLOP/s, so ``budget / energy`` is
+the sustained clock over the peak's clock. That is the boost clock for every catalogued peak
+but Hopper's tensor cores, whose datasheet peaks are at a lower clock than the boost the fp32
+peak is at: H100 SXM5 989.4 TFLOPS = 132 SMs x 4096 FLOP/clk x 1.83 GHz against 66.9 TFLOPS
+fp32 = 132 x 256 x 1.98 GHz (boost); H100 PCIe 756.5 = 114 x 4096 x 1.62 against 51.2 = 114 x
+256 x 1.755. The floor is then the base clock over the peak's clock (H100 SXM5 1590 / 1830 =
+0.869 of 989 TFLOPS, not 1590 / 1980 = 0.803, which would put the floor 8 % too low), and the
+cap stays at the peak's clock (fraction 1): the datasheet's tensor peak is the most the model
+lets tensor cores deliver, not 989 x 1980 / 1830 = 1070 TFLOPS, which the measured H100 runs do
+not support (docs/design.md, "Transformer kernels": llm-foundry's H100 rows are already too fast).
 
 A board without a catalogued TDP (or an architecture without a node in :data:`PROCESS_NM`)
 runs at boost: the model has no power to compare.
@@ -65,11 +78,22 @@ def power_budget_pJ_per_flop_nm(device: DeviceSpec, peak_flops: float) -> float:
     return device.max_power_w / peak_flops / node / _PJ
 
 
-def base_fraction(device: DeviceSpec) -> float:
-    """The datasheet's base clock over its boost clock (0 where not catalogued)."""
-    if device.base_clock_hz is None or not device.boost_clock_hz:
+def peak_clock_hz(device: DeviceSpec, tensor: bool) -> float | None:
+    """The clock the catalog's peak of the unit is quoted at: the boost clock, but for the
+    tensor cores of a GPU whose datasheet quotes them lower (``tensor_clock_hz``: H100 SXM5
+    1830 MHz, H100 PCIe 1620 MHz; None where no clocks are catalogued)."""
+    if tensor and device.tensor_clock_hz is not None:
+        return device.tensor_clock_hz
+    return device.boost_clock_hz
+
+
+def base_fraction(device: DeviceSpec, tensor: bool = False) -> float:
+    """The datasheet's base clock over the clock the unit's peak is quoted at (0 where not
+    catalogued): the floor of the fraction of the peak a power-limited kernel keeps."""
+    peak_hz = peak_clock_hz(device, tensor)
+    if device.base_clock_hz is None or not peak_hz:
         return 0.0
-    return device.base_clock_hz / device.boost_clock_hz
+    return device.base_clock_hz / peak_hz
 
 
 def sustained_fraction(budget_pJ_per_flop_nm: float, floor: float, pJ_per_flop_nm: float) -> float:

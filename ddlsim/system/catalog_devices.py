@@ -35,6 +35,10 @@ TF32 = "peak_tf32_TFLOPS"
 #: optional GPU keys, all or none: the clocks NVIDIA's product brief states (the peaks are at the
 #: boost clock) and the board's power limit, under which a card's clock may sit below its boost
 CLOCKS = ("base_clock_MHz", "boost_clock_MHz", "max_power_W")
+#: optional GPU key (with CLOCKS): the clock the datasheet's tensor-core peaks are quoted at
+#: where it is not the boost clock (Hopper: 989.4 TFLOPS = 132 SMs x 4096 x 1830 MHz while the
+#: fp32 peak is at the 1980 MHz boost)
+TENSOR_CLOCK = "tensor_clock_MHz"
 GPU_ARCHS = (
     "kepler",
     "maxwell",
@@ -57,7 +61,7 @@ DATASHEET_ONLY = "datasheet_only"
 #: optional key: the device whose compute this one is (another memory size of the same part)
 SILICON_OF = "silicon_of"
 _OPTIONAL_KEYS = frozenset(
-    {"kind", SM_COUNT, ARCH, TF32, SILICON_OF, *CLOCKS, *LOW_PRECISION, *NETWORK}
+    {"kind", SM_COUNT, ARCH, TF32, SILICON_OF, *CLOCKS, TENSOR_CLOCK, *LOW_PRECISION, *NETWORK}
 )
 
 
@@ -140,6 +144,7 @@ def _parse_device(
                 *([SM_COUNT, ARCH] if sm_count else []),
                 *([TF32] if tf32 is not None else []),
                 *(CLOCKS if clocks else []),
+                *([TENSOR_CLOCK] if "tensor_clock_hz" in clocks else []),
                 *(key for key in (*LOW_PRECISION, *NETWORK) if key in entry),
             ],
         ),
@@ -242,6 +247,8 @@ def _parse_aliases(
 def _clocks(check: _Checker, entry: dict[str, Any], kind: str) -> dict[str, float]:
     """The DeviceSpec clock and power fields of a GPU entry that gives all of CLOCKS (SI)."""
     given = [key for key in CLOCKS if key in entry]
+    if not given and TENSOR_CLOCK in entry:
+        raise check.fail(TENSOR_CLOCK, "comes with the clocks: " + ", ".join(CLOCKS))
     if not given:
         return {}
     if len(given) < len(CLOCKS) or kind != "gpu":
@@ -250,4 +257,10 @@ def _clocks(check: _Checker, entry: dict[str, Any], kind: str) -> dict[str, floa
     base, boost, power = (check.number(entry[key], key) for key in CLOCKS)
     if base > boost:
         raise check.fail("base_clock_MHz", f"{base} above the boost clock {boost}")
-    return {"base_clock_hz": base * 1e6, "boost_clock_hz": boost * 1e6, "max_power_w": power}
+    out = {"base_clock_hz": base * 1e6, "boost_clock_hz": boost * 1e6, "max_power_w": power}
+    if TENSOR_CLOCK in entry:
+        tensor = check.number(entry[TENSOR_CLOCK], TENSOR_CLOCK)
+        if not base <= tensor <= boost:
+            raise check.fail(TENSOR_CLOCK, f"{tensor} outside base {base} .. boost {boost}")
+        out["tensor_clock_hz"] = tensor * 1e6
+    return out

@@ -48,6 +48,8 @@ class DeviceSpec:
     base_clock_hz: float | None = None  # product brief's base clock (None: not catalogued)
     boost_clock_hz: float | None = None  # the clock the peaks are quoted at
     max_power_w: float | None = None  # the board's power limit (TDP)
+    #: the clock the tensor-core peaks are quoted at where not the boost clock (Hopper)
+    tensor_clock_hz: float | None = None
     peak_fp8_flops: float | None = None  # dense fp8 tensor-core peak (Hopper+; None: none)
     peak_fp4_flops: float | None = None  # dense fp4 tensor-core peak (Blackwell; None: none)
     #: True while only the datasheet vouches for the entry (no measured run checks it yet)
