@@ -48,6 +48,11 @@ def test_transformer_rows_carry_tokens_mfu_and_memory(rows) -> None:
     assert r["tokens_per_sec"] == pytest.approx(t["tokens_per_sec"], rel=1e-12)
     assert r["mfu"] == pytest.approx(t["mfu"], rel=1e-12)
     assert r["memory_total_GB"] == pytest.approx(t["memory"]["total_GB"], rel=1e-12)
+    # one GPU's compute by term, as the report's compute lines give it
+    terms = t["compute_terms_s"]
+    for name, value in terms.items():
+        assert r[f"compute_{name}_s"] == pytest.approx(value, rel=1e-12)
+    assert r["compute_gemm_s"] > 0 and r["compute_recompute_s"] == 0.0
 
 
 def test_cnn_rows_leave_the_transformer_columns_empty() -> None:

@@ -18,7 +18,8 @@ from ddlsim.calibration.profile import LayerTiming, ModelProfile
 from ddlsim.compute.dispatch import host_floor_s
 from ddlsim.compute.gemm import default_gemm_model
 from ddlsim.compute.transformer_ops import flash_version, stream_Bps
-from ddlsim.compute.transformer_step import KERNEL_KINDS, BlockTime, Numerics, block_time
+from ddlsim.compute.transformer_step import BlockTime, Numerics, block_time
+from ddlsim.compute.transformer_terms import TERM_NAMES
 from ddlsim.errors import ConfigError
 from ddlsim.system.specs import DeviceSpec
 from ddlsim.workload.layers import ModelSpec
@@ -225,12 +226,6 @@ def transformer_profile(
     )
 
 
-#: the compute terms of one GPU's optimizer step, in the report's order (:func:`compute_terms`)
-COMPUTE_TERMS = (
-    *KERNEL_KINDS, "recompute", "host_wait", "accumulate", "optimizer",
-)  # fmt: skip
-
-
 def compute_terms(
     stage_of_layers: list[str],
     kernels: dict[str, BlockTime],
@@ -239,12 +234,13 @@ def compute_terms(
     accumulate_total_s: float,
     optimizer_s: float,
 ) -> dict[str, float]:
-    """Seconds of one GPU's optimizer step by term (:data:`COMPUTE_TERMS`): the kernels by
-    kind (:data:`~ddlsim.compute.transformer_step.KERNEL_KINDS`), activation checkpointing's
+    """Seconds of one GPU's optimizer step by term
+    (:data:`~ddlsim.compute.transformer_terms.TERM_NAMES`): the kernels by kind
+    (:data:`~ddlsim.compute.transformer_terms.KERNEL_KINDS`), activation checkpointing's
     second forward, the time a stage waits on the host's dispatch beyond its kernels, the
     gradient additions of accumulation and the optimizer step. ``stage_of_layers`` names each
     layer's stage; each is run ``micro_steps`` times. They add up to the profile's step."""
-    out = dict.fromkeys(COMPUTE_TERMS, 0.0)
+    out = dict.fromkeys(TERM_NAMES, 0.0)
     for name in stage_of_layers:
         k, floored = kernels[name], stages[name]
         for kind, f, b in k.terms:

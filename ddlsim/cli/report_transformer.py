@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ddlsim.compute.transformer_terms import COMPUTE_TERMS
+
 #: the memory parts in the report's order, with their words
 MEMORY_PARTS = (
     ("params_GB", "weights"),
@@ -14,18 +16,6 @@ MEMORY_PARTS = (
     ("activations_GB", "activations"),
     ("logits_GB", "logits"),
     ("reserve_GB", "reserve (context, workspaces; assumed)"),
-)
-
-
-#: the compute terms in the report's order, with their words (``compute_terms_s``)
-COMPUTE_PARTS = (
-    ("gemm", "linear-layer GEMMs"),
-    ("attention", "attention (scores, softmax, context)"),
-    ("elementwise", "element-wise passes"),
-    ("recompute", "recompute (activation checkpointing)"),
-    ("host_wait", "waiting on the host's dispatch"),
-    ("accumulate", "gradient accumulation adds"),
-    ("optimizer", "optimizer step"),
 )
 
 
@@ -101,7 +91,7 @@ def compute_lines(terms: dict[str, float]) -> list[str]:
         return []
     lines = [f"    compute / GPU {1e3 * total:,.2f} ms an optimizer step, by term (before "
              "contention and communication)"]  # fmt: skip
-    for key, words in COMPUTE_PARTS:
+    for key, words in COMPUTE_TERMS:
         value = terms.get(key, 0.0)
         if round(1e3 * value, 2) > 0:  # a term that takes time at the report's precision
             lines.append(f"      {words:<40}{1e3 * value:8.2f} ms {100 * value / total:5.1f} %")

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from ddlsim.compute.dispatch import EXTRA_BACKWARD_KERNELS, host_floor_s
 from ddlsim.compute.gemm import gemm_time_s
 from ddlsim.compute.transformer_ops import flash_attention_s, memory_op_s, op_kernels
+from ddlsim.compute.transformer_terms import KERNEL_KINDS
 from ddlsim.system.specs import DeviceSpec
 from ddlsim.workload.transformers.structure import Block, Gemm, MemoryPass
 
@@ -38,12 +39,6 @@ FLASH_GEMMS = ("attn/scores", "attn/context")
 FP32_UNDER_AUTOCAST = ("layernorm", "rmsnorm", "softmax")
 #: passes FlashAttention makes part of its kernel
 FLASH_PASSES = ("attn/softmax", "attn/probs_dropout")
-#: what a stage's kernels are, for the report's compute by term: the linear layers' GEMMs (the
-#: projections, the MLP, the vocabulary and task heads, a ViT's patch and wav2vec2's feature
-#: convolutions), attention's work over the ``b·heads·s·t`` scores (its batched GEMMs, the
-#: score passes, or the FlashAttention kernel), and the other element-wise passes (norms,
-#: activations, dropout, residual adds, casts, the embedding gather, the loss)
-KERNEL_KINDS = ("gemm", "attention", "elementwise")
 #: the passes over attention's scores (the unfused softmax and its dropout, Transformer-XL's
 #: score copies): the last part of the pass name
 SCORE_PASSES = frozenset(

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from ddlsim.atomic import atomic_write, atomic_write_text
+from ddlsim.compute.transformer_terms import TERM_NAMES
 from ddlsim.errors import ConfigError, DdlsimError, shown
 from ddlsim.extras import require
 from ddlsim.inputs import SWEEP_MAX_BYTES, check_input, read_text
@@ -114,9 +115,13 @@ RESULT_COLUMNS = (
     "time_to_train_s",
     *BREAKDOWN_COLUMNS,
 )
+#: one GPU's compute of a transformer's optimizer step by term, seconds (the report's
+#: ``compute / GPU`` lines: :mod:`ddlsim.compute.transformer_terms`)
+COMPUTE_TERM_COLUMNS = tuple(f"compute_{name}_s" for name in TERM_NAMES)
 #: a transformer's results (empty for a CNN): tokens/s over all GPUs, the model FLOPs
-#: utilisation (0..1) and the memory its step needs per GPU, in GB (1e9 bytes)
-TRANSFORMER_COLUMNS = ("tokens_per_sec", "mfu", "memory_total_GB")
+#: utilisation (0..1), the memory its step needs per GPU, in GB (1e9 bytes), and its compute
+#: by term
+TRANSFORMER_COLUMNS = ("tokens_per_sec", "mfu", "memory_total_GB", *COMPUTE_TERM_COLUMNS)
 #: the failure model's results (:class:`ddlsim.resilience.ResilienceResult`), seconds
 RESILIENCE_COLUMNS = (
     "expected_failures",
@@ -217,11 +222,13 @@ def transformer_columns(t: Mapping[str, Any] | None) -> dict[str, Any]:
     ``inputs["transformer"]`` (all None for a CNN)."""
     if not t:
         return dict.fromkeys(("seq_len", *TRANSFORMER_COLUMNS))
+    terms = t.get("compute_terms_s") or {}
     return {
         "seq_len": t["seq_len"],
         "tokens_per_sec": t["tokens_per_sec"],
         "mfu": t["mfu"],
         "memory_total_GB": t["memory"]["total_GB"],
+        **{f"compute_{name}_s": terms.get(name) for name in TERM_NAMES},
     }
 
 
@@ -383,6 +390,7 @@ POSITIVE_COLUMNS = frozenset(
 )
 NON_NEGATIVE_COLUMNS = frozenset(
     {"fusion_threshold_mb", "cycle_time_ms", "scaling_efficiency", *BREAKDOWN_COLUMNS, "mfu"}
+    | set(COMPUTE_TERM_COLUMNS)
     | {"node_mtbf_hours", "restart_min", "rendezvous_s", "replace_min"}
     | {"expected_failures", "checkpoint_s", "lost_s", "recovery_s", "degraded_s", "goodput"}
 )
