@@ -167,6 +167,7 @@ def transformer_profile(
     # each stage at least its ops' host time (PyTorch eager, TensorFlow's executor)
     stages = {name: t.floored(step.dispatch) for name, t in kernels.items()}
     rows: list[LayerTiming] = []
+    stage_of_layers: list[str] = []
     kernels_s = 0.0
     for layer in spec.layers:
         if layer.name == MICRO_STEPS:
@@ -174,11 +175,15 @@ def transformer_profile(
         kind = layer.name.split("/")[0]
         t = stages[kind]
         rows.append(LayerTiming(layer.name, t.fwd_s, t.bwd_s, layer.grad_bytes("fp32")))
+        stage_of_layers.append(kind)
         kernels_s += kernels[kind].fwd_s + kernels[kind].bwd_s
     one_step_s = sum(r.fwd_time_s + r.bwd_time_s for r in rows)
+    micro_steps, adds_s = 1, 0.0
     if spec.layers[0].name == MICRO_STEPS:
         # each micro-step but the first adds its gradient into the accumulated one
-        accum_s = (step.grad_accum - 1) * (one_step_s + accumulate_s(spec.n_params, device))
+        add_s = accumulate_s(spec.n_params, device)
+        micro_steps, adds_s = step.grad_accum, (step.grad_accum - 1) * add_s
+        accum_s = (step.grad_accum - 1) * (one_step_s + add_s)
         rows.insert(0, LayerTiming(MICRO_STEPS, accum_s, 0.0, 0))
     opt_s = optimizer_step_s(
         spec.n_params, len(spec.tensors), device, step.optimizer, step.mixed,
@@ -186,12 +191,7 @@ def transformer_profile(
     )  # fmt: skip
     sum_s = sum(r.fwd_time_s + r.bwd_time_s for r in rows)
     n = step.numerics
-    accum_s = step.grad_accum > 1 and spec.layers[0].name == MICRO_STEPS
-    terms = compute_terms(
-        [layer.name.split("/")[0] for layer in spec.layers if layer.name != MICRO_STEPS],
-        kernels, stages, step.grad_accum if accum_s else 1,
-        (step.grad_accum - 1) * accumulate_s(spec.n_params, device) if accum_s else 0.0, opt_s,
-    )  # fmt: skip
+    terms = compute_terms(stage_of_layers, kernels, stages, micro_steps, adds_s, opt_s)
     provenance = {
         "method": "per-layer-model",
         "model": "transformer stages on the GEMM and memory routes (ddlsim.compute.gemm, "

@@ -181,7 +181,6 @@ def block_time(
     """Forward and backward seconds of ``blk`` over ``tokens`` (= micro-batch x sequence)
     rows. ``attention`` = (sequences, heads, sequence length, head dim) for FlashAttention."""
     flash = numerics.flash and attention is not None
-    fwd = bwd = 0.0
     terms = {kind: [0.0, 0.0] for kind in KERNEL_KINDS}
     ops = extra = casts = 0  # forward ops (= backward nodes); extra backward kernels; casts
     cast_in_out = numerics.autocast and numerics.pass_precision != "fp32"
@@ -189,7 +188,6 @@ def block_time(
         if flash and g.name in FLASH_GEMMS:
             continue
         f, b = gemm_s(g, device, numerics.gemm_precision)
-        fwd, bwd = fwd + f, bwd + b
         _add(terms, gemm_kind(g), f, b)
         ops, extra = ops + 1, extra + 1  # backward: data and weight gradients
     for p in blk.passes:
@@ -198,7 +196,6 @@ def block_time(
         f, b = pass_s(p, tokens, device, numerics, gated=gated, norm=norm)
         if f == b == 0.0:  # no op (a cast with nothing to cast from)
             continue
-        fwd, bwd = fwd + f, bwd + b
         _add(terms, pass_kind(p), f, b)
         op = _pass_op(p, gated, norm, numerics.fused_loss)
         ops += op_kernels(op, numerics.fused_softmax or op != "softmax")
@@ -212,8 +209,9 @@ def block_time(
         precision = "bf16" if numerics.gemm_precision == "fp8" else numerics.gemm_precision
         f = flash_attention_s(seqs, heads, seq, head_dim, device, precision, **kw)
         b = flash_attention_s(seqs, heads, seq, head_dim, device, precision, direction="bwd", **kw)
-        fwd, bwd = fwd + f, bwd + b
         _add(terms, "attention", f, b)
+    fwd = sum(f for f, _ in terms.values())
+    bwd = sum(b for _, b in terms.values())
     bwd_ops, recompute = ops, 0.0
     if numerics.checkpointing:
         recompute = fwd  # the block's forward runs again before its backward

@@ -228,7 +228,10 @@ def transformer_columns(t: Mapping[str, Any] | None) -> dict[str, Any]:
         "tokens_per_sec": t["tokens_per_sec"],
         "mfu": t["mfu"],
         "memory_total_GB": t["memory"]["total_GB"],
-        **{f"compute_{name}_s": terms.get(name) for name in TERM_NAMES},
+        **{
+            column: terms.get(name)
+            for column, name in zip(COMPUTE_TERM_COLUMNS, TERM_NAMES, strict=True)
+        },
     }
 
 
